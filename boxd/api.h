@@ -1,0 +1,100 @@
+/* api.h: what a route module sees of an HTTP request.
+ *
+ * Each area of the API is one file (api-health.c, api-exec.c, ...) exporting a
+ * table of `struct api_route`, registered once in routes.c. The router matches
+ * the method and path, checks the peer, applies the lock rule and the
+ * X-Request-Id memory, parses nothing the handler did not ask for, and hands
+ * the handler a `struct api_request`. Handlers never see a socket.
+ *
+ * A handler answers exactly once, with api_reply_json(), api_reply_error(),
+ * api_reply_bytes() or a stream (api_stream_*). It may answer later, from
+ * another event callback: the request stays valid until it is answered, even
+ * if the client has gone (api_client_gone() tells; answering it then only
+ * frees it). All functions here run on the event loop thread only. */
+#ifndef BOXD_API_H
+#define BOXD_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct api_request;
+struct evbuffer;
+
+enum api_route_flags {
+	/* Refused with 423 `locked` while a person has the screen. */
+	API_REFUSED_WHILE_LOCKED = 1u << 0,
+	/* X-Request-Id makes a repeat attach to, or replay, the first answer. */
+	API_IDEMPOTENT = 1u << 1,
+	/* Not a "call" for activity.lastCallAt (health, for instance). */
+	API_NOT_ACTIVITY = 1u << 2,
+};
+
+/* Default request body limit when a route gives none. */
+#define API_DEFAULT_MAX_BODY (1u << 20)
+
+struct api_route {
+	const char *method;  /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+	const char *pattern; /* "/v1/procs/{}/wait": {} is one path segment */
+	unsigned flags;      /* enum api_route_flags */
+	size_t max_body;     /* bytes; 0 means API_DEFAULT_MAX_BODY; past it: 413 */
+	void (*handle)(struct api_request *req);
+	/* Optional: receive the body as it arrives instead of buffered (uploads).
+	 * Called with each piece; the handler runs after the last one. Return
+	 * false to refuse the rest (the handler then replies with the error). */
+	bool (*body_chunk)(struct api_request *req, const void *data, size_t length);
+};
+
+/* ---- reading the request ---- */
+const char *api_method(struct api_request *req);
+const char *api_path(struct api_request *req); /* decoded path, no query */
+/* The i-th {} segment of the pattern, percent-decoded (NULL past the last). */
+const char *api_param(struct api_request *req, int index);
+/* A query parameter, percent-decoded, or NULL when absent. */
+const char *api_query(struct api_request *req, const char *name);
+const char *api_header(struct api_request *req, const char *name);
+/* The buffered body (empty for body_chunk routes). */
+const void *api_body(struct api_request *req, size_t *length);
+/* The body parsed as a JSON object. On a malformed or non-object body it
+ * replies 400 `bad_request` itself and returns NULL; the handler just returns.
+ * An empty body gives an empty object. Owned by the request. */
+cJSON *api_body_json(struct api_request *req);
+/* Per-request data for handlers that answer later; `release` runs when the
+ * request ends (answered or abandoned). */
+void api_set_data(struct api_request *req, void *data, void (*release)(void *data));
+void *api_data(struct api_request *req);
+/* True once the client has disconnected; an answer is then discarded. */
+bool api_client_gone(struct api_request *req);
+/* Called once if the client disconnects before the answer is complete. */
+void api_on_client_gone(struct api_request *req, void (*gone)(struct api_request *req));
+
+/* ---- answering ---- */
+/* Takes ownership of `body`. */
+void api_reply_json(struct api_request *req, int status, cJSON *body);
+/* {"error":{"code":..,"message":..}} with the message formatted and masked. */
+void api_reply_error(struct api_request *req, int status, const char *code,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void api_reply_bytes(struct api_request *req, int status, const char *content_type,
+		     const void *data, size_t length);
+/* Adds a response header before the answer starts. */
+void api_add_header(struct api_request *req, const char *name, const char *value);
+
+/* Streaming (chunked) answers: start, write any number of times, end.
+ * `drained` (optional) runs whenever the socket has taken what was written,
+ * so a producer can wait for it instead of buffering a whole file. */
+void api_stream_start(struct api_request *req, int status, const char *content_type,
+		      void (*drained)(struct api_request *req));
+void api_stream_write(struct api_request *req, const void *data, size_t length);
+/* Bytes written but not yet taken by the socket. */
+size_t api_stream_pending(struct api_request *req);
+void api_stream_end(struct api_request *req);
+
+/* The common error answers, so every module words them alike. */
+void api_reply_bad_request(struct api_request *req, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void api_reply_not_found(struct api_request *req, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

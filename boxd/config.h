@@ -1,0 +1,44 @@
+/* config.h: boxd's settings, from flags and an optional config file.
+ *
+ * The config file holds `name = value` lines whose names are the long flags
+ * without their dashes (`work-dir = /work`); `#` starts a comment. Flags given
+ * on the command line win over the file. */
+#ifndef BOXD_CONFIG_H
+#define BOXD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "log.h"
+
+#define CONFIG_MAX_ALLOWED_CIDS 8
+#define CONFIG_HOST_CID 2u
+
+enum cgroup_mode { CGROUP_MODE_AUTO, CGROUP_MODE_OFF };
+
+struct boxd_config {
+	char *work_dir;       /* absolute */
+	char *run_dir;        /* absolute */
+	char *socket_path;    /* absolute */
+	int vsock_port;       /* -1: off */
+	unsigned allowed_cids[CONFIG_MAX_ALLOWED_CIDS]; /* the host (2) is always first */
+	int allowed_cid_count;
+	char *display;        /* ":99" */
+	char *user;           /* default user of commands */
+	char *report;         /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
+	int report_interval_sec;
+	enum cgroup_mode cgroup;
+	bool dev;
+	int idle_timeout_sec; /* a connection silent this long is dropped */
+	enum log_level log_level;
+};
+
+/* Fills `config` from argv (and the --config file it names). On a usage
+ * error returns false with a sentence in `error`; `*show_help` is set for
+ * --help and `*show_version` for --version. */
+bool config_parse(struct boxd_config *config, int argc, char **argv,
+		  char *error, size_t error_size, bool *show_help, bool *show_version);
+void config_free(struct boxd_config *config);
+void config_usage(const char *program);
+
+#endif
