@@ -1,0 +1,56 @@
+/* client.h: a small blocking HTTP/1.1 client over boxd's unix socket, for
+ * boxctl and the benchmarks. One request at a time on a kept-alive
+ * connection; bodies with Content-Length or chunked encoding. */
+#ifndef BOXD_CLIENT_H
+#define BOXD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct client;
+
+struct client_header {
+	char *name;
+	char *value;
+};
+
+struct client_response {
+	int status;
+	struct client_header *headers;
+	size_t header_count;
+	char *body; /* NUL-terminated; NULL when streamed to a callback */
+	size_t body_length;
+};
+
+/* Connects; on failure returns NULL with a sentence in `error`. */
+struct client *client_connect(const char *socket_path, char *error, size_t error_size);
+void client_close(struct client *client);
+
+/* Sends one request and reads the whole answer into `response`.
+ * `extra_headers` is NULL or "Name: value\r\n..." lines. Returns false on a
+ * transport failure, with a sentence in `error`. */
+bool client_request(struct client *client, const char *method, const char *path,
+		    const char *content_type, const void *body, size_t body_length,
+		    const char *extra_headers, struct client_response *response,
+		    char *error, size_t error_size);
+
+/* As client_request, but hands the body to `on_data` piece by piece as it
+ * arrives (after dechunking); `on_data` returns false to stop early (the
+ * connection is then closed). response->body stays NULL. */
+bool client_request_stream(struct client *client, const char *method, const char *path,
+			   const char *content_type, const void *body, size_t body_length,
+			   const char *extra_headers,
+			   bool (*on_data)(void *arg, const char *data, size_t length), void *arg,
+			   struct client_response *response, char *error, size_t error_size);
+
+/* As client_request, but the body is read from `body_fd` (to its end) and
+ * sent chunked, so a body of any size costs no memory. */
+bool client_request_from_fd(struct client *client, const char *method, const char *path,
+			    const char *content_type, int body_fd, const char *extra_headers,
+			    struct client_response *response, char *error, size_t error_size);
+
+/* Case-insensitive header lookup; NULL when absent. */
+const char *client_response_header(const struct client_response *response, const char *name);
+void client_response_free(struct client_response *response);
+
+#endif
