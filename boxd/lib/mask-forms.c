@@ -235,8 +235,13 @@ static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 		}
 }
 
-void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len)
+void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
+			  bool encodings)
 {
+	if (!encodings) {
+		forms_copy(forms, value, len);
+		return;
+	}
 	/* Line-end variants: \n as \r\n, \r\n as \n, without trailing line ends. */
 	struct bytes crlf = { 0 }, lf = { 0 };
 	bool has_lone_lf = false, has_crlf = false;

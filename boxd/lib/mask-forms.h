@@ -3,6 +3,7 @@
 #ifndef BOXD_MASK_FORMS_H
 #define BOXD_MASK_FORMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct mask_form_item {
@@ -17,8 +18,10 @@ struct mask_forms {
 };
 
 void mask_forms_init(struct mask_forms *forms);
-/* Adds every form of the value (duplicates and short forms included). */
-void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len);
+/* Adds every form of the value (duplicates and short forms included), or
+ * only the raw bytes when `encodings` is false. */
+void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
+			  bool encodings);
 /* Drops duplicates and forms shorter than MASK_MIN_FORM. */
 void mask_forms_finish(struct mask_forms *forms);
 void mask_forms_free(struct mask_forms *forms);

@@ -162,8 +162,8 @@ static void set_index(struct mask_set *set)
 	}
 }
 
-struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
-			      size_t count)
+static struct mask_set *set_build(const char *const *values, const size_t *lens,
+				   size_t count, bool encodings)
 {
 	struct mask_set *set = xcalloc(1, sizeof *set);
 	set->refs = 1;
@@ -172,7 +172,7 @@ struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
 	for (size_t i = 0; i < count; i++) {
 		size_t len = lens ? lens[i] : strlen(values[i]);
 		if (len >= MASK_MIN_FORM)
-			mask_forms_add_value(&forms, values[i], len);
+			mask_forms_add_value(&forms, values[i], len, encodings);
 	}
 	mask_forms_finish(&forms);
 	set->count = forms.count;
@@ -206,6 +206,18 @@ struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
 	mask_forms_free(&forms);
 	set_index(set);
 	return set;
+}
+
+struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
+			      size_t count)
+{
+	return set_build(values, lens, count, true);
+}
+
+struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens,
+				  size_t count)
+{
+	return set_build(values, lens, count, false);
 }
 
 struct mask_set *mask_set_ref(struct mask_set *set)

@@ -42,6 +42,10 @@ struct mask_stream;
  * The caller may wipe its copies of the values afterwards. */
 struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
 			      size_t count);
+/* The same with the raw bytes only, no encoded forms (for measurements and
+ * for text already decoded). */
+struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens,
+				  size_t count);
 struct mask_set *mask_set_ref(struct mask_set *set);
 void mask_set_unref(struct mask_set *set);
 
