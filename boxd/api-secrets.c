@@ -146,7 +146,11 @@ static void handle_put_env(struct api_request *req)
 	} else {
 		cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
 		cJSON *answer = cJSON_CreateObject();
-		cJSON_AddStringToObject(answer, "path", path);
+		/* Masked like everything boxd returns (a service may be named
+		 * after a value). */
+		char *shown = secrets_mask_text(path);
+		cJSON_AddStringToObject(answer, "path", shown);
+		free(shown);
 		cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
 		steps_add("env", "wrote the settings of %s (%d names)", service,
 			  names ? cJSON_GetArraySize(names) : 0);
