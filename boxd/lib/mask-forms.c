@@ -293,6 +293,8 @@ static void item_wipe(struct mask_form_item *item)
 
 void mask_forms_finish(struct mask_forms *forms)
 {
+	if (forms->count == 0)
+		return;
 	qsort(forms->items, forms->count, sizeof *forms->items, compare_items);
 	size_t kept = 0;
 	for (size_t i = 0; i < forms->count; i++) {

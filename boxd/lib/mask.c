@@ -373,7 +373,8 @@ static void stream_reserve(struct mask_stream *stream, size_t need)
 	if (stream->cap >= need)
 		return;
 	char *grown = xmalloc(need);
-	memcpy(grown, stream->buf, stream->len);
+	if (stream->len)
+		memcpy(grown, stream->buf, stream->len);
 	if (stream->buf) {
 		explicit_bzero(stream->buf, stream->cap);
 		free(stream->buf);
@@ -393,6 +394,8 @@ struct mask_stream *mask_stream_new(struct mask_set *set,
 
 static void stream_process(struct mask_stream *stream, bool final)
 {
+	if (stream->len == 0)
+		return;
 	size_t stop = scan_run(&stream->scan, stream->buf, stream->len, final);
 	memmove(stream->buf, stream->buf + stop, stream->len - stop);
 	stream->len -= stop;
