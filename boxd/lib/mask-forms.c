@@ -279,6 +279,8 @@ static int compare_items(const void *a, const void *b)
 	const struct mask_form_item *x = a, *y = b;
 	if (x->len != y->len)
 		return x->len < y->len ? -1 : 1;
+	if (x->len == 0)
+		return 0;
 	return memcmp(x->data, y->data, x->len);
 }
 
