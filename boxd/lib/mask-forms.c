@@ -225,12 +225,26 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 	forms_take(forms, &b);
 }
 
+/* base64 tools wrap lines (76 columns for base64(1) and MIME, 64 for PEM
+ * and openssl), at a place that depends on where the value sits. A core
+ * that can be wrapped is also masked piecewise: 8-character tiles every 4
+ * characters, so each line's part of it is masked up to at most 3
+ * characters at either end of the line. */
+#define BASE64_WRAP_MIN 64
+#define TILE 8
+#define TILE_STRIDE 4
+
 static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 {
 	struct bytes b = { 0 };
 	for (int align = 0; align < 3; align++)
 		for (int url_safe = 0; url_safe < 2; url_safe++) {
 			encode_base64_core(&b, v, len, align, url_safe);
+			if (b.len > BASE64_WRAP_MIN) {
+				for (size_t k = 0; k + TILE <= b.len; k += TILE_STRIDE)
+					forms_copy(forms, b.data + k, TILE);
+				forms_copy(forms, b.data + b.len - TILE, TILE);
+			}
 			forms_take(forms, &b);
 		}
 }

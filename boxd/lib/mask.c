@@ -24,7 +24,10 @@
 
 #include "xalloc.h"
 
-#define FILTER_BITS 17
+/* The 4-gram bitmap grows with the forms so it stays mostly empty: at least
+ * 2^17 bits (16 KiB, in L1), at most 2^22. */
+#define FILTER_MIN_BITS 17
+#define FILTER_MAX_BITS 22
 #define STREAM_SLAB (64 * 1024)
 
 struct mask_form {
@@ -52,7 +55,9 @@ struct mask_set {
 	int slot_shift;
 	uint32_t *first_byte[256];	/* forms by first byte, for the tail */
 	uint32_t first_count[256];
-	uint8_t filter[(1u << FILTER_BITS) / 8];
+	int filter_shift;	/* 32 - log2(bits) */
+	uint8_t *filter;
+	size_t filter_size;	/* bytes */
 };
 
 /* What a scan needs besides the input: where output goes and the run. */
@@ -87,9 +92,9 @@ static inline uint64_t load64(const char *p)
 	return v;
 }
 
-static inline uint32_t hash4(uint32_t v)
+static inline uint32_t hash4(uint32_t v, int shift)
 {
-	return (v * 0x9E3779B1u) >> (32 - FILTER_BITS);
+	return (v * 0x9E3779B1u) >> shift;
 }
 
 static inline uint64_t hash8(uint64_t v, int shift)
@@ -144,10 +149,16 @@ static void set_index(struct mask_set *set)
 		i = j;
 	}
 
+	int filter_bits = FILTER_MIN_BITS;
+	while (filter_bits < FILTER_MAX_BITS && (1ull << filter_bits) < set->count * 5 * 16)
+		filter_bits++;
+	set->filter_shift = 32 - filter_bits;
+	set->filter_size = (1u << filter_bits) / 8;
+	set->filter = xcalloc(1, set->filter_size);
 	for (size_t i = 0; i < set->count; i++) {
 		const char *d = set->forms[i].data;
 		for (int o = 0; o <= 4; o++) {
-			uint32_t h = hash4(load32(d + o));
+			uint32_t h = hash4(load32(d + o), set->filter_shift);
 			set->filter[h >> 3] |= (uint8_t)(1u << (h & 7));
 		}
 		set->first_count[(uint8_t)d[0]]++;
@@ -238,7 +249,10 @@ void mask_set_unref(struct mask_set *set)
 	/* The index holds 8-byte prefixes and 4-gram traces of the values. */
 	if (set->slots)
 		explicit_bzero(set->slots, (set->slot_mask + 1) * sizeof *set->slots);
-	explicit_bzero(set->filter, sizeof set->filter);
+	if (set->filter) {
+		explicit_bzero(set->filter, set->filter_size);
+		free(set->filter);
+	}
 	for (int b = 0; b < 256; b++)
 		free(set->first_byte[b]);
 	free(set->slots);
@@ -337,8 +351,9 @@ static size_t scan_run(struct mask_scan *scan, const char *buf, size_t n, bool f
 	if (n >= 8) {
 		size_t starts = n - 7;		/* starts with 8 bytes available */
 		const uint8_t *filter = set->filter;
+		const int shift = set->filter_shift;
 		for (size_t i = 0; i < starts + 4; i += 5) {
-			uint32_t h = hash4(load32(buf + i));
+			uint32_t h = hash4(load32(buf + i), shift);
 			if (!(filter[h >> 3] & (1u << (h & 7))))
 				continue;
 			size_t p = i >= 4 ? i - 4 : 0;

@@ -221,6 +221,36 @@ static void check_base64(const char *secret, const char *prefix, const char *suf
 	free(got);
 }
 
+/* A long value's base64, wrapped at `width` columns as base64(1) and PEM
+ * do: joined again, no 8 characters of its core survive. */
+static void check_base64_wrapped(const char *secret, const char *prefix, int width)
+{
+	char plain[512], enc[1024], wrapped[1200], joined[1200];
+	snprintf(plain, sizeof plain, "%s%s\n", prefix, secret);
+	base64(plain, strlen(plain), enc, false);
+	size_t w = 0;
+	for (size_t i = 0; enc[i]; i++) {
+		if (i && i % (size_t)width == 0)
+			wrapped[w++] = '\n';
+		wrapped[w++] = enc[i];
+	}
+	wrapped[w] = 0;
+	char *got = masked(secret, wrapped);
+	size_t j = 0;
+	for (char *c = got; *c; c++)
+		if (*c != '\n')
+			joined[j++] = *c;
+	joined[j] = 0;
+	size_t from = (strlen(prefix) * 8 + 5) / 6, to = ((strlen(prefix) + strlen(secret)) * 8) / 6;
+	for (size_t k = from; k + 8 <= to; k++) {
+		char piece[9];
+		memcpy(piece, enc + k, 8);
+		piece[8] = 0;
+		CHECK(strstr(joined, piece) == NULL, "wrapped (%d) base64 piece %s survives in %s", width, piece, got);
+	}
+	free(got);
+}
+
 static void named_cases(void)
 {
 	const char *s = "hunter2-correct-horse";
@@ -255,6 +285,10 @@ static void named_cases(void)
 			for (size_t c = 0; c < 4; c++)
 				for (int url = 0; url < 2; url++)
 					check_base64(secrets[a], prefixes[b], suffixes[c], url);
+	const char *long_secret = "-----BEGIN KEY-----MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7-----END";
+	for (size_t b = 0; b < 5; b++)
+		for (int width = 60; width <= 80; width += 4)
+			check_base64_wrapped(long_secret, prefixes[b], width);
 	/* Many values. */
 	enum { MANY = 2000 };
 	char **many = xmalloc(MANY * sizeof *many);
