@@ -42,6 +42,13 @@ static struct locked secret_pairs;	/* the PUT set */
 static struct service_values *services;
 static char *keyring_name;
 
+#define MAX_LISTENERS 8
+static struct {
+	void (*fn)(void *ctx);
+	void *ctx;
+} listeners[MAX_LISTENERS];
+static int listener_count;
+
 static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mask_set *current_set;	/* guarded by set_lock */
 static uint64_t generation;		/* atomic */
@@ -85,25 +92,48 @@ static const char *locked_next(const struct locked *l, const char *at)
 	return next < l->data + l->used ? next : NULL;
 }
 
-static void rebuild_set(void)
+void secrets_foreach_masked(void (*fn)(const char *value, void *ctx), void *ctx)
 {
-	size_t count = secret_pairs.count / 2;
-	for (struct service_values *s = services; s; s = s->next)
-		count += s->values.count;
-	const char **values = xcalloc(count + 1, sizeof *values);
-	size_t n = 0;
 	if (secret_pairs.count)
 		for (const char *name = secret_pairs.data; name; ) {
 			const char *value = locked_next(&secret_pairs, name);
-			values[n++] = value;
+			fn(value, ctx);
 			name = locked_next(&secret_pairs, value);
 		}
 	for (struct service_values *s = services; s; s = s->next)
 		if (s->values.count)
 			for (const char *v = s->values.data; v; v = locked_next(&s->values, v))
-				values[n++] = v;
-	struct mask_set *set = mask_set_new(values, NULL, n);
-	free(values);
+				fn(v, ctx);
+}
+
+void secrets_on_change(void (*fn)(void *ctx), void *ctx)
+{
+	if (listener_count < MAX_LISTENERS)
+		listeners[listener_count++] = (typeof(listeners[0])){ fn, ctx };
+}
+
+struct value_list {
+	const char **values;
+	size_t count;
+	size_t cap;
+};
+
+static void collect_value(const char *value, void *ctx)
+{
+	struct value_list *list = ctx;
+	if (list->count == list->cap) {
+		list->cap = list->cap ? list->cap * 2 : 16;
+		list->values = xrealloc(list->values, list->cap * sizeof *list->values);
+	}
+	list->values[list->count++] = value;
+}
+
+static void rebuild_set(void)
+{
+	struct value_list list = { 0 };
+	secrets_foreach_masked(collect_value, &list);
+	struct mask_set *set = mask_set_new(list.values, NULL, list.count);
+	free(list.values);
 
 	pthread_mutex_lock(&set_lock);
 	struct mask_set *old = current_set;
@@ -111,6 +141,8 @@ static void rebuild_set(void)
 	pthread_mutex_unlock(&set_lock);
 	__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 	mask_set_unref(old);
+	for (int i = 0; i < listener_count; i++)
+		listeners[i].fn(listeners[i].ctx);
 }
 
 struct mask_set *secrets_mask_set(void)

@@ -56,4 +56,12 @@ uint64_t secrets_generation(void);
 /* `text` masked, as a new string (caller frees). */
 char *secrets_mask_text(const char *text);
 
+/* Calls `fn` for every masked value (the PUT values, secret-looking env
+ * settings and their URL passwords), to hand the set to another process
+ * (the shim) that compiles its own with mask_set_new(). */
+void secrets_foreach_masked(void (*fn)(const char *value, void *ctx), void *ctx);
+/* Calls `fn(ctx)` on the loop thread after every change of the masked set,
+ * so running commands can be given the new values. At most 8 listeners. */
+void secrets_on_change(void (*fn)(void *ctx), void *ctx);
+
 #endif
