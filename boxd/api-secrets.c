@@ -23,6 +23,20 @@ static cJSON *names_answer(cJSON *names)
 	return answer;
 }
 
+/* The request held the values: wipe its body and parsed strings before it
+ * is freed (best effort: libevent may have copied the body while reading). */
+static void wipe_request(struct api_request *req, const cJSON *secrets)
+{
+	const cJSON *item;
+	cJSON_ArrayForEach(item, secrets)
+		if (cJSON_IsString(item))
+			explicit_bzero(item->valuestring, strlen(item->valuestring));
+	size_t body_len;
+	const void *raw = api_body(req, &body_len);
+	if (body_len)
+		explicit_bzero((void *)raw, body_len);
+}
+
 static void handle_put_secrets(struct api_request *req)
 {
 	cJSON *body = api_body_json(req);
@@ -30,39 +44,37 @@ static void handle_put_secrets(struct api_request *req)
 		return;
 	const cJSON *secrets = cJSON_GetObjectItemCaseSensitive(body, "secrets");
 	if (!cJSON_IsObject(secrets)) {
+		wipe_request(req, NULL);
 		api_reply_bad_request(req, "`secrets` must be an object of NAME: value strings");
 		return;
 	}
 	int count = cJSON_GetArraySize(secrets);
-	if (count > MAX_SECRETS) {
-		api_reply_bad_request(req, "%d secrets given; at most %d", count, MAX_SECRETS);
-		return;
-	}
 	const char **names = xcalloc((size_t)count + 1, sizeof *names);
 	const char **values = xcalloc((size_t)count + 1, sizeof *values);
 	int n = 0;
 	const cJSON *item;
+	char error[256];
 	cJSON_ArrayForEach(item, secrets) {
 		if (!cJSON_IsString(item)) {
-			api_reply_bad_request(req, "the secret %.80s must be a string", item->string);
-			goto out;
+			snprintf(error, sizeof error, "the secret %.80s must be a string", item->string);
+			goto refuse;
 		}
 		names[n] = item->string;
 		values[n++] = item->valuestring;
 	}
-	char error[256];
-	if (!secrets_replace(names, values, (size_t)n, error, sizeof error)) {
-		api_reply_bad_request(req, "%s", error);
-		goto out;
+	if (count > MAX_SECRETS) {
+		snprintf(error, sizeof error, "%d secrets given; at most %d", count, MAX_SECRETS);
+		goto refuse;
 	}
-	/* The request body held the values: wipe it before the request is freed. */
-	cJSON_ArrayForEach(item, secrets)
-		explicit_bzero(item->valuestring, strlen(item->valuestring));
-	size_t body_len;
-	const void *raw = api_body(req, &body_len);
-	explicit_bzero((void *)raw, body_len);
+	if (!secrets_replace(names, values, (size_t)n, error, sizeof error))
+		goto refuse;
+	wipe_request(req, secrets);
 	steps_add("secrets", "set %d secrets", n);
 	api_reply_json(req, 200, names_answer(secrets_names_json()));
+	goto out;
+refuse:
+	wipe_request(req, secrets);
+	api_reply_bad_request(req, "%s", error);
 out:
 	free(names);
 	free(values);
