@@ -75,11 +75,15 @@ static void forms_copy(struct mask_forms *forms, const char *data, size_t len)
 static const char hex_upper[] = "0123456789ABCDEF";
 static const char hex_lower[] = "0123456789abcdef";
 
-/* JSON string escaping as encoders write it: cJSON/Go (ascii=false), Python's
- * json.dumps (ascii=true: non-ASCII as \uXXXX), PHP (slash=true: "\/").
- * Returns false (and nothing) for invalid UTF-8 when ascii is asked. */
-static bool encode_json(struct bytes *out, const char *v, size_t len, bool ascii, bool slash)
+/* JSON string escaping as encoders write it: cJSON (no flag), Python's
+ * json.dumps (JSON_ASCII: non-ASCII as \uXXXX), PHP (JSON_SLASH: "\/"), Go
+ * (JSON_HTML: < > & as \u003c \u003e \u0026). Returns false (and nothing)
+ * for invalid UTF-8 when JSON_ASCII is asked. */
+enum json_style { JSON_ASCII = 1, JSON_SLASH = 2, JSON_HTML = 4 };
+
+static bool encode_json(struct bytes *out, const char *v, size_t len, int style)
 {
+	bool ascii = style & JSON_ASCII, slash = style & JSON_SLASH, html = style & JSON_HTML;
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)v[i];
 		char esc[16];
@@ -98,7 +102,7 @@ static bool encode_json(struct bytes *out, const char *v, size_t len, bool ascii
 			}
 			break;
 		}
-		if (c < 0x20) {
+		if (c < 0x20 || (html && (c == '<' || c == '>' || c == '&'))) {
 			esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
 			esc[4] = hex_lower[c >> 4]; esc[5] = hex_lower[c & 15];
 			bytes_put(out, esc, 6);
@@ -138,8 +142,9 @@ static bool encode_json(struct bytes *out, const char *v, size_t len, bool ascii
 	return true;
 }
 
-/* Flavour bits; every combination is a form. */
-enum url_style { URL_LOWER = 1, URL_PLUS = 2, URL_KEEP_SLASH = 4 };
+/* Flavour bits; every combination is a form. URL_JS keeps !'()* as
+ * JavaScript's encodeURIComponent does. */
+enum url_style { URL_LOWER = 1, URL_PLUS = 2, URL_KEEP_SLASH = 4, URL_JS = 8 };
 
 /* Percent-encoding of everything but RFC 3986's unreserved characters, in
  * the flavours common encoders produce. */
@@ -151,7 +156,8 @@ static void encode_url(struct bytes *out, const char *v, size_t len, enum url_st
 		bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
 				  (c >= '0' && c <= '9') || c == '-' || c == '.' ||
 				  c == '_' || c == '~';
-		if (unreserved || (c == '/' && (style & URL_KEEP_SLASH))) {
+		bool js_kept = (style & URL_JS) && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*');
+		if (unreserved || js_kept || (c == '/' && (style & URL_KEEP_SLASH))) {
 			bytes_putc(out, (char)c);
 		} else if (c == ' ' && (style & URL_PLUS)) {
 			bytes_putc(out, '+');
@@ -209,13 +215,14 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 {
 	struct bytes b = { 0 };
 	forms_copy(forms, v, len);
-	for (int style = 0; style < 3; style++) {
-		bool ok = encode_json(&b, v, len, style == 1, style == 2);
+	static const int json_styles[] = { 0, JSON_ASCII, JSON_SLASH, JSON_HTML };
+	for (size_t style = 0; style < sizeof json_styles / sizeof *json_styles; style++) {
+		bool ok = encode_json(&b, v, len, json_styles[style]);
 		if (ok)
 			forms_take(forms, &b);
 		bytes_wipe(&b);
 	}
-	for (int style = 0; style < 8; style++) {
+	for (int style = 0; style < 16; style++) {
 		encode_url(&b, v, len, (enum url_style)style);
 		forms_take(forms, &b);
 	}

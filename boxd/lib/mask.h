@@ -4,12 +4,14 @@
  * A `struct mask_set` is an immutable, reference-counted, compiled set of
  * values. For each value of 8 bytes or more it holds these forms: the raw
  * bytes; with "\n" line ends turned into "\r\n" and back; without trailing
- * line ends; JSON string escaping (also the ASCII-only \uXXXX flavour);
- * URL-encoding (%XX upper and lower case, space as %20 or '+', '/' kept or
- * not); the shell single-quoted and double-quoted forms; and base64 and
+ * line ends; JSON string escaping (cJSON, Python's ASCII-only, PHP's "\/",
+ * Go's HTML-safe flavours); URL-encoding (%XX upper and lower case, space as
+ * %20 or '+', '/' and !'()* kept or not); the shell single-quoted and
+ * double-quoted forms; and base64 and
  * URL-safe base64 at the three alignments a value can take inside a longer
  * base64 stream (only the characters that depend on the value alone, so
- * `echo "$S" | base64` and `base64("user:" + S)` are caught, padded or not).
+ * `echo "$S" | base64` and `base64("user:" + S)` are caught, padded or not;
+ * a long one also in 8-character pieces, so wrapped lines are caught).
  * A form shorter than 8 bytes is never masked: it would blank ordinary text.
  * Values are kept in locked, undumpable memory and wiped when the set is
  * freed.

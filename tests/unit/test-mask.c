@@ -274,6 +274,8 @@ static void named_cases(void)
 	expect("quote\"back\\slash", "{\"v\":\"quote\\\"back\\\\slash\"}", "{\"v\":\"****\"}");
 	expect("line-one\nline-two", "{\"v\":\"line-one\\nline-two\"}", "{\"v\":\"****\"}");
 	expect("caf\xc3\xa9-secret-1", "{\"v\":\"caf\\u00e9-secret-1\"}", "{\"v\":\"****\"}");
+	expect("a<b>&c-secret", "{\"v\":\"a\\u003cb\\u003e\\u0026c-secret\"}", "{\"v\":\"****\"}");
+	expect("it's (a) secret!", "q=it's%20(a)%20secret!", "q=****");
 	expect("it's-a-secret", "+ echo 'it'\\''s-a-secret'", "+ echo '****'");
 	expect("dollar$secret", "declare -x S=\"dollar\\$secret\"", "declare -x S=\"****\"");
 	expect("line-one\nline-two", "line-one\r\nline-two\r\n", "****\r\n");
