@@ -22,6 +22,7 @@
 
 #define BLOB_MAGIC "boxd-secrets-1\n"
 #define MAX_BLOB (1u << 20)
+#define MAX_VALUE (64u << 10)
 
 /* Pairs "name\0value\0..." (or values "value\0...") in locked memory that
  * never goes to a core dump or swap, wiped when freed. */
@@ -210,6 +211,10 @@ bool secrets_replace(const char *const *names, const char *const *values, size_t
 				snprintf(error, error_size, "the name %s is given twice", names[i]);
 				return false;
 			}
+		if (strlen(values[i]) > MAX_VALUE) {
+			snprintf(error, error_size, "the value of %s is longer than %u bytes", names[i], MAX_VALUE);
+			return false;
+		}
 		size += strlen(names[i]) + strlen(values[i]) + 2;
 	}
 	if (size + sizeof BLOB_MAGIC > MAX_BLOB) {

@@ -238,6 +238,7 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
  * characters, so each line's part of it is masked up to at most 3
  * characters at either end of the line. */
 #define BASE64_WRAP_MIN 64
+#define BASE64_TILED_MAX 16384	/* a 12 KB key; beyond, pieces cost too much */
 #define TILE 8
 #define TILE_STRIDE 4
 
@@ -247,7 +248,7 @@ static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 	for (int align = 0; align < 3; align++)
 		for (int url_safe = 0; url_safe < 2; url_safe++) {
 			encode_base64_core(&b, v, len, align, url_safe);
-			if (b.len > BASE64_WRAP_MIN) {
+			if (b.len > BASE64_WRAP_MIN && b.len <= BASE64_TILED_MAX) {
 				for (size_t k = 0; k + TILE <= b.len; k += TILE_STRIDE)
 					forms_copy(forms, b.data + k, TILE);
 				forms_copy(forms, b.data + b.len - TILE, TILE);

@@ -62,6 +62,7 @@ def test_values_never_returned(sboxd):
     ({"secrets": {"A=B": "x"}}, "not an environment variable name"),
     ({"secrets": {"": "x"}}, "not an environment variable name"),
     ({"nothing": 1}, "must be an object"),
+    ({"secrets": {"BIG": "x" * (64 * 1024 + 1)}}, "longer than 65536 bytes"),
 ])
 def test_bad_secrets_bodies(sboxd, body, fragment):
     put_secrets(sboxd, {"KEEP": S1})
@@ -76,6 +77,8 @@ def test_too_many_and_malformed(sboxd):
     many = {"N%d" % i: "value-%08d" % i for i in range(1001)}
     status, answer = put_secrets(sboxd, many)
     assert status == 400 and "at most 1000" in answer["error"]["message"]
+    big = sboxd.request("PUT", "/v1/secrets", {"secrets": {"A": "x" * (2 << 20)}})
+    assert big.status == 413
     response = sboxd.request("PUT", "/v1/secrets", b"{not json",
                              headers={"Content-Type": "application/json"})
     assert response.status == 400
