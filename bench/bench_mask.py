@@ -2,8 +2,7 @@
 """Masking throughput and latency: boxd's masker beside sed and grep -F.
 
 20 secret values of 24-40 characters, 64 MB of log-like text with a value
-(raw, base64 or URL-encoded) on about one line in 200. Rows:
-  name | boxd | baseline | ratio
+(raw, base64 or URL-encoded) on about one line in 200. Rows as bench/run prints them: name | boxd | baseline | ratio.
 """
 import base64
 import json
@@ -16,9 +15,9 @@ import tempfile
 import time
 import urllib.parse
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("BUILD_DIR", os.path.join(ROOT, "build"))
-BENCH = os.path.join(BUILD, "bench", "mask-bench")
+from benchlib import BUILD_DIR, row
+
+BENCH = os.path.join(BUILD_DIR, "bench", "mask-bench")
 SIZE = int(os.environ.get("MASK_BENCH_MB", "64")) * 1000 * 1000
 
 WORDS = ("request processed user item order cache miss hit retry upstream "
@@ -90,17 +89,13 @@ def main():
         sed = size / run_timed(["sed", "-f", sed_script], data, os.path.join(tmp, "out")) / 1e6
         grep = size / run_timed(["grep", "-c", "-F", "-f", vals], data, os.path.join(tmp, "out")) / 1e6
 
-        rows = [
-            ("mask 20 values, raw forms (MB/s) vs sed", res["raw"]["mb_per_s"], sed),
-            ("mask 20 values, all encodings (MB/s) vs sed", res["all"]["mb_per_s"], sed),
-            ("mask 20 values, raw forms (MB/s) vs grep -F finding", res["raw"]["mb_per_s"], grep),
-            ("mask 20 values, all encodings (MB/s) vs grep -F finding", res["all"]["mb_per_s"], grep),
-        ]
-        print("name | boxd | baseline | ratio")
-        for name, ours, base in rows:
-            print("%s | %.0f | %.0f | %.1fx" % (name, ours, base, ours / base))
-        print("mask per-line latency, all encodings (us) | %.3f | - | -" % res["all"]["line_us"])
-        print("# %d MB of text, %d forms compiled from 20 values" % (size / 1e6, res["all"]["forms"]))
+        raw, enc = res["raw"]["mb_per_s"], res["all"]["mb_per_s"]
+        row("mask 20 values raw forms (MB/s)", "%.0f" % raw, "sed %.0f" % sed, "%.1fx" % (raw / sed))
+        row("mask 20 values all encodings (MB/s)", "%.0f" % enc, "sed %.0f" % sed, "%.1fx" % (enc / sed))
+        row("mask raw forms vs finding (MB/s)", "%.0f" % raw, "grep -F %.0f" % grep, "%.1fx" % (raw / grep))
+        row("mask all encodings vs finding (MB/s)", "%.0f" % enc, "grep -F %.0f" % grep, "%.1fx" % (enc / grep))
+        row("mask per-line latency (us)", "%.3f" % res["all"]["line_us"], "1000 target",
+            "%.4f of target" % (res["all"]["line_us"] / 1000))
     finally:
         shutil.rmtree(tmp)
 
