@@ -168,6 +168,8 @@ static void check_timers(struct shim *shim)
 			shim->timed_out = true;
 		shim_stop(shim, SIGTERM, SHIM_TERM_GRACE_MS);
 	}
+	if (shim->held_until && now >= shim->held_until)
+		shim->held_until = 0;
 	if (shim->kill_at && now >= shim->kill_at) {
 		shim->kill_at = 0;
 		run_signal_tree(shim, SIGKILL);
@@ -181,6 +183,8 @@ static int next_timeout(const struct shim *shim)
 		next = shim->timeout_at;
 	if (shim->kill_at && (!next || shim->kill_at < next))
 		next = shim->kill_at;
+	if (shim->held_until && (!next || shim->held_until < next))
+		next = shim->held_until;
 	if (!next)
 		return -1; /* idle means idle: no timer without a deadline */
 	int64_t wait = next - clock_monotonic_ms();
@@ -195,8 +199,9 @@ static void loop(struct shim *shim, int signal_fd)
 	while (!(shim->recorded && shim->out.fd < 0 && shim->err.fd < 0 && childless)) {
 		struct pollfd p[SLOT_CLIENTS + SHIM_MAX_CLIENTS];
 		p[SLOT_SIGNAL] = (struct pollfd){signal_fd, POLLIN, 0};
-		p[SLOT_OUT] = (struct pollfd){shim->out.fd, POLLIN, 0};
-		p[SLOT_ERR] = (struct pollfd){shim->err.fd, POLLIN, 0};
+		bool held = shim->held_until != 0;
+		p[SLOT_OUT] = (struct pollfd){held ? -1 : shim->out.fd, POLLIN, 0};
+		p[SLOT_ERR] = (struct pollfd){held ? -1 : shim->err.fd, POLLIN, 0};
 		p[SLOT_STDIN] = (struct pollfd){shim->stdin_fd, POLLOUT, 0};
 		p[SLOT_LISTEN] = (struct pollfd){shim->listen_fd, POLLIN, 0};
 		p[SLOT_GUARD] = (struct pollfd){shim->guard_fd, POLLIN, 0};
@@ -229,7 +234,7 @@ static void loop(struct shim *shim, int signal_fd)
 			if (p[SLOT_CLIENTS + i].revents && shim->clients[i].fd >= 0)
 				socket_read(shim, i);
 		check_timers(shim);
-		if (shim->exited && !shim->recorded)
+		if (shim->exited && !shim->recorded && !shim->held_until)
 			record_exit(shim);
 	}
 }
@@ -281,6 +286,8 @@ static bool start(struct shim *shim)
 		status_line("error %s %s", code, error);
 		return false;
 	}
+	if (shim->spec.hold_output)
+		shim->held_until = shim->started_monotonic + SHIM_HOLD_MS;
 	if (shim->spec.timeout_ms > 0)
 		shim->timeout_at = shim->started_monotonic + shim->spec.timeout_ms;
 	struct shim_meta meta = {

@@ -104,6 +104,7 @@ void socket_read(struct shim *shim, int index)
 	switch (message[0]) {
 	case SHIM_MSG_SUBSCRIBE:
 		client->subscribed = true;
+		shim->held_until = 0;
 		break;
 	case SHIM_MSG_STOP:
 		handle_stop(shim, message + 1, (size_t)n - 1);

@@ -68,6 +68,7 @@ struct shim {
 	bool timed_out;
 	int64_t kill_at;      /* monotonic ms of the pending SIGKILL, 0: none */
 	int64_t timeout_at;   /* monotonic ms of the timeout, 0: none */
+	int64_t held_until;   /* output is not read before a subscriber comes or then */
 	bool recorded;        /* the exit record is written */
 };
 

@@ -34,6 +34,7 @@ bool shim_spec_write(const struct shim_spec *spec, int fd)
 	fields_add_int(&w, "timeoutMs", spec->timeout_ms);
 	fields_add_int(&w, "maxOutputBytes", (int64_t)spec->max_output_bytes);
 	fields_add_int(&w, "background", spec->background);
+	fields_add_int(&w, "holdOutput", spec->hold_output);
 	fields_add_string(&w, "stateDir", spec->state_dir);
 	fields_add_string(&w, "logPath", spec->log_path);
 	fields_add_int(&w, "logCapBytes", (int64_t)spec->log_cap_bytes);
@@ -85,6 +86,7 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 	} else if (!strcmp(key, "timeoutMs")) s->timeout_ms = fields_int(v, n, 0);
 	else if (!strcmp(key, "maxOutputBytes")) s->max_output_bytes = (size_t)fields_int(v, n, 0);
 	else if (!strcmp(key, "background")) s->background = fields_int(v, n, 0);
+	else if (!strcmp(key, "holdOutput")) s->hold_output = fields_int(v, n, 0);
 	else if (!strcmp(key, "stateDir")) take_string(&s->state_dir, v, n);
 	else if (!strcmp(key, "logPath")) take_string(&s->log_path, v, n);
 	else if (!strcmp(key, "logCapBytes")) s->log_cap_bytes = (uint64_t)fields_int(v, n, 0);

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #define SHIM_SPEC_MAX_BYTES (64u << 20)
+#define SHIM_HOLD_MS 2000
 
 struct shim_rlimit {
 	int resource; /* RLIMIT_* */
@@ -35,6 +36,9 @@ struct shim_spec {
 	int64_t timeout_ms;
 	size_t max_output_bytes; /* per stream capture for a foreground result; 0: none */
 	bool background;
+	/* Streaming: the shim reads no output until the first subscriber
+	 * arrives (at most SHIM_HOLD_MS), so the stream misses nothing. */
+	bool hold_output;
 	char *state_dir;
 	char *log_path;
 	uint64_t log_cap_bytes;
