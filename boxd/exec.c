@@ -125,6 +125,8 @@ void exec_forget(struct exec_job *job)
 	if (jobs_tail == job)
 		jobs_tail = previous;
 	remove_state_dir(job->id);
+	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
+	cgroup_job_remove(&tree);
 	job_free(job);
 }
 
