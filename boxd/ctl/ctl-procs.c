@@ -140,7 +140,8 @@ static int run_procs(struct ctl *ctl, int argc, char **argv)
 	const char *id = argc > 2 ? argv[2] : NULL;
 	if (!strcmp(verb, "ls")) {
 		cJSON *answer = NULL;
-		return show_answer(ctl, ctl_call(ctl, "GET", "/v1/procs", NULL, &answer), answer);
+		int status = ctl_call(ctl, "GET", "/v1/procs", NULL, &answer);
+		return show_answer(ctl, status, answer);
 	}
 	if (!id)
 		return ctl_usage_error("procs", "`procs %s` needs the proc's id", verb);
