@@ -110,11 +110,11 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
 	const char *work = boxd_config()->work_dir;
-	if (cwd && !cJSON_IsString(cwd)) {
+	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;
 	}
-	const char *given = cwd && *cwd->valuestring ? cwd->valuestring : NULL;
+	const char *given = cJSON_IsString(cwd) && *cwd->valuestring ? cwd->valuestring : NULL;
 	r->cwd = !given ? xstrdup(work) : given[0] == '/' ? xstrdup(given)
 							  : xasprintf("%s/%s", work, given);
 	struct stat info;

@@ -34,7 +34,8 @@
 #include "xalloc.h"
 
 #define EXEC_LOG_CAP_BYTES (512ull << 20)
-#define EXEC_PIDS_MAX 4096
+/* Enough for make -j and node; a fork bomb stops here instead of the box. */
+#define EXEC_PIDS_MAX 1024
 
 static struct exec_job *jobs, *jobs_tail;
 static char *cgroup_base, *shim_cgroup, *pids_base;
@@ -246,15 +247,23 @@ int exec_connect(struct exec_job *job)
 {
 	struct sockaddr_un address = {.sun_family = AF_UNIX};
 	char *path = exec_state_path(job->id, "sock");
-	snprintf(address.sun_path, sizeof address.sun_path, "%s", path);
+	int dir = -1;
+	if (snprintf(address.sun_path, sizeof address.sun_path, "%s", path) >=
+	    (int)sizeof address.sun_path) {
+		/* Too long for sun_path (deep test dirs): go through a descriptor. */
+		char *state = exec_state_path(job->id, NULL);
+		dir = open(state, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		free(state);
+		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
+	}
 	free(path);
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
 		close(fd);
-		return -1;
+		fd = -1;
 	}
+	if (dir >= 0)
+		close(dir);
 	return fd;
 }
 
@@ -706,6 +715,15 @@ static void contribute_health(cJSON *health)
 		procs = cJSON_AddObjectToObject(health, "procs");
 	cJSON_DeleteItemFromObject(procs, "running");
 	cJSON_AddNumberToObject(procs, "running", exec_running_background());
+}
+
+void exec_shutdown(void)
+{
+	/* Empty ones only: running commands keep their cgroups. */
+	const char *dirs[] = {shim_cgroup, cgroup_base, pids_base};
+	for (size_t i = 0; i < 3; i++)
+		if (dirs[i])
+			rmdir(dirs[i]);
 }
 
 void exec_init(void)

@@ -64,6 +64,9 @@ struct exec_job {
 /* Prepares cgroups and adopts every shim found in the run dir. */
 void exec_init(void);
 
+/* Removes boxd's cgroup dirs when no command is left in them. */
+void exec_shutdown(void);
+
 /* Starts a command; `started` runs once, later, with the job or with an
  * error code and sentence. Takes ownership of `request`. */
 typedef void (*exec_started_fn)(void *arg, struct exec_job *job, const char *code,

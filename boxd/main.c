@@ -117,6 +117,7 @@ static void stop_services(void)
 {
 	report_stop();
 	server_stop();
+	exec_shutdown();
 	notify_stop();
 }
 

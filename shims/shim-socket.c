@@ -4,6 +4,7 @@
  * command. What does not fit is counted and reported as LOST; the log and
  * the captures keep everything. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,9 +26,9 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	int n = snprintf(address.sun_path, sizeof address.sun_path, "%s/sock",
 			 shim->spec.state_dir);
 	if (n >= (int)sizeof address.sun_path) {
-		snprintf(error, error_size, "the state dir %s is too long for a socket path",
-			 shim->spec.state_dir);
-		return false;
+		/* A long state dir: reach it through a descriptor (kept open). */
+		int dir = open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
 	}
 	unlink(address.sun_path);
 	shim->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
