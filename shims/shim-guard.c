@@ -33,6 +33,9 @@ bool guard_install(int channel)
 		return false;
 	/* No no_new_privs: sudo and setuid programs keep working in commands. */
 	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	/* 32-bit programs in a command are filtered alike instead of killed. */
+	seccomp_arch_add(ctx, SCMP_ARCH_X86);
+	seccomp_arch_add(ctx, SCMP_ARCH_X32);
 	for (size_t i = 0; i < sizeof signal_syscalls / sizeof signal_syscalls[0]; i++)
 		if (seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
 				     seccomp_syscall_resolve_name(signal_syscalls[i]), 0) != 0) {
@@ -130,9 +133,8 @@ static long pidfd_target(pid_t caller, long fd)
 	return pid;
 }
 
-static bool refuse(struct shim *shim, const struct seccomp_notif *n)
+static bool refuse(struct shim *shim, const struct seccomp_notif *n, const char *name)
 {
-	const char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, n->data.nr);
 	long target = (long)(int)n->data.args[0];
 	if (name && !strcmp(name, "pidfd_send_signal"))
 		target = pidfd_target((pid_t)n->pid, target);
@@ -161,7 +163,11 @@ void guard_answer(struct shim *shim)
 		return;
 	}
 	struct seccomp_notif_resp response = {.id = request.id};
-	if (refuse(shim, &request))
+	/* By name, so 32-bit processes (other numbers) are judged alike. */
+	char *name = seccomp_syscall_resolve_num_arch(request.data.arch, request.data.nr);
+	bool refused = refuse(shim, &request, name);
+	free(name);
+	if (refused)
 		response.error = -EPERM;
 	else
 		response.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
