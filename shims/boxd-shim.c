@@ -270,8 +270,6 @@ static int setup_signals(void)
 static bool start(struct shim *shim)
 {
 	char code[64] = "internal", error[768];
-	if (shim->spec.shim_cgroup)
-		cgroup_move(shim->spec.shim_cgroup, getpid());
 	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes);
 	cgroup_job_create(&shim->job, shim->spec.cgroup_base, shim->spec.pids_base,
 			  shim->spec.id, shim->spec.pids_max);

@@ -63,6 +63,7 @@ struct shim {
 	int listen_fd;
 	struct shim_client clients[SHIM_MAX_CLIENTS];
 	int guard_fd;         /* seccomp notification fd, -1 without */
+	bool born_in_cgroup;  /* the command was cloned straight into its cgroup v2 */
 	bool exited;          /* the shell has been reaped */
 	int wait_status;
 	bool timed_out;
