@@ -77,8 +77,8 @@ def shim_pids(run_dir):
     return pids
 
 
-def row(name, boxd, baseline, ratio):
-    print(f"{name:<28} | {boxd:>14} | {baseline:>14} | {ratio}")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import row  # noqa: E402
 
 
 def bench_spawn(conn, work):
@@ -94,7 +94,7 @@ def bench_spawn(conn, work):
         subprocess.run(["bash", "-c", "true"])
         direct.append(time.perf_counter() - t)
     a, d = statistics.median(api) * 1000, statistics.median(direct) * 1000
-    row("spawn `true` p50", f"{a:.2f} ms", f"{d:.2f} ms", f"{a / d:.2f}x (goal <= 1.5x)")
+    row("exec `true` p50 (API vs bash -c true)", f"{a:.2f} ms", f"{d:.2f} ms", f"{a / d:.2f}x (goal <= 1.5x)")
 
 
 def bench_throughput(conn, boxd_pid, run_dir, work):
@@ -123,8 +123,8 @@ def bench_throughput(conn, boxd_pid, run_dir, work):
     os.unlink(target)
     os.unlink(body["logPath"])
     a, d = 1024 / api, 1024 / direct
-    row("1 GiB foreground", f"{a:.0f} MiB/s", f"{d:.0f} MiB/s", f"{a / d:.0%} (goal >= 70%)")
-    row("peak RSS boxd+shim", f"{peak[0] / 1024:.1f} MiB", "32 MiB limit",
+    row("exec 1 GiB out (vs head > file)", f"{a:.0f} MiB/s", f"{d:.0f} MiB/s", f"{a / d:.0%} (goal >= 70%)")
+    row("peak RSS boxd+shim during 1 GiB", f"{peak[0] / 1024:.1f} MiB", "32 MiB limit",
         f"{peak[0] / 1024 / 32:.0%} of limit")
 
 
@@ -140,9 +140,9 @@ def bench_many(conn, run_dir):
     pids = [p for p in shim_pids(run_dir) if os.path.exists(f"/proc/{p}")]
     rss = statistics.mean(rss_kib(p) for p in pids)
     pss = statistics.mean(pss_kib(p) for p in pids)
-    row("500 background jobs", f"{health['procs']['running']} running",
+    row("500 background jobs at once", f"{health['procs']['running']} running",
         f"{started:.1f} s to start", "")
-    row("RSS per shim (PSS)", f"{rss / 1024:.2f} MiB", f"({pss / 1024:.2f} MiB)",
+    row("RSS per shim (PSS) with 500 jobs", f"{rss / 1024:.2f} MiB", f"({pss / 1024:.2f} MiB)",
         f"{rss / 1024:.0%} of the 1 MiB goal")
     for bg_id in ids:
         call(conn, "POST", f"/v1/procs/{bg_id}/stop", {"signal": "SIGKILL"})
@@ -161,7 +161,6 @@ def main():
                 break
             time.sleep(0.02)
         conn = Unix(sock)
-        print(f"{'name':<28} | {'boxd':>14} | {'baseline':>14} | ratio")
         parts = sys.argv[1:] or ["spawn", "throughput", "many"]
         if "spawn" in parts:
             bench_spawn(conn, work)
