@@ -449,11 +449,12 @@ static void start_answered(struct exec_start *start)
 	free(meta);
 	int fd = ok ? exec_connect(job) : -1;
 	if (fd < 0) {
-		/* It answered, then vanished: recorded like any lost shim. */
+		/* Already gone: a quick command whose shim finished before we
+		 * connected (its record says so), or a shim that was killed. */
 		if (!ok)
 			job->meta.id = xstrdup(start->id);
 		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
-		exec_job_lost(job);
+		exec_job_ended(job);
 	} else {
 		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
 		exec_job_monitor(job, fd);
