@@ -31,6 +31,7 @@
 #include "report.h"
 #include "shim-protocol.h"
 #include "shim-spec.h"
+#include "secrets.h"
 #include "steps.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -359,6 +360,18 @@ static void push_env(char ***env, size_t *count, char *entry)
 	(*env)[(*count)++] = entry;
 }
 
+static void add_secret_env(const char *name, const char *value, void *context)
+{
+	struct shim_spec *spec = context;
+	push_env(&spec->env, &spec->env_count, xasprintf("%s=%s", name, value));
+}
+
+static void add_masked_value(const char *value, void *context)
+{
+	struct shim_spec *spec = context;
+	push_env(&spec->secrets, &spec->secret_count, xstrdup(value));
+}
+
 /* Base environment, then the secrets, then the request's own entries. */
 static void build_env(const struct exec_request *r, struct shim_spec *spec)
 {
@@ -372,8 +385,7 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 	push_env(&spec->env, &spec->env_count, xstrdup("LANG=C.UTF-8"));
 	if (config->display)
 		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
-	/* Secrets join here (environment and masked values) once the secrets
-	 * module provides them: see exec_add_secrets. */
+	secrets_foreach(add_secret_env, spec);
 	for (size_t i = 0; i < r->env_count; i++)
 		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));
 }
@@ -405,6 +417,8 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 		spec->stdin_length = r->stdin_length;
 	}
 	build_env(r, spec);
+	/* The shim masks its output itself: it gets every masked value. */
+	secrets_foreach_masked(add_masked_value, spec);
 	spec->protected_exes = xcalloc(2, sizeof *spec->protected_exes);
 	spec->protected_exes[spec->protected_exe_count++] = xstrdup(boxd_program);
 	spec->protected_exes[spec->protected_exe_count++] = xstrdup(shim_program);
@@ -743,6 +757,39 @@ static void prepare_cgroups(void)
 	cgroup_host_free(&host);
 }
 
+struct value_list {
+	char *data;
+	size_t length;
+};
+
+static void append_value(const char *value, void *context)
+{
+	struct value_list *list = context;
+	size_t n = strlen(value) + 1;
+	list->data = xrealloc(list->data, list->length + n);
+	memcpy(list->data + list->length, value, n);
+	list->length += n;
+}
+
+/* New secrets are masked in the output of commands already running too. */
+static void on_secrets_changed(void *context)
+{
+	struct value_list list = {xmalloc(1), 1};
+	list.data[0] = SHIM_MSG_SECRETS;
+	secrets_foreach_masked(append_value, &list);
+	for (struct exec_job *job = jobs; job; job = job->next) {
+		if (job->monitor_fd < 0 || job->state == EXEC_ENDED)
+			continue;
+		int room = (int)list.length + 4096;
+		setsockopt(job->monitor_fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
+		if (send(job->monitor_fd, list.data, list.length, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			log_msg(LOG_LEVEL_WARNING, "cannot give %s the new secrets: %s", job->id,
+				strerror(errno));
+	}
+	explicit_bzero(list.data, list.length);
+	free(list.data);
+}
+
 static void contribute_health(cJSON *health)
 {
 	cJSON *procs = cJSON_GetObjectItem(health, "procs");
@@ -775,4 +822,5 @@ void exec_init(void)
 	prepare_cgroups();
 	procs_adopt();
 	health_register(contribute_health);
+	secrets_on_change(on_secrets_changed, NULL);
 }

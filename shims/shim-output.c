@@ -106,8 +106,10 @@ void output_set_secrets(struct shim *shim, const char *values, size_t length)
 		at += n + 1;
 	}
 	struct mask_set *set = mask_set_new(list, NULL, count);
-	for (size_t i = 0; i < count; i++)
+	for (size_t i = 0; i < count; i++) {
+		explicit_bzero((char *)list[i], strlen(list[i]));
 		free((char *)list[i]);
+	}
 	free(list);
 	mask_stream_set_values(shim->out.masker, set);
 	mask_stream_set_values(shim->err.masker, set);

@@ -94,11 +94,18 @@ static void handle_stop(struct shim *shim, const char *payload, size_t length)
 void socket_read(struct shim *shim, int index)
 {
 	struct shim_client *client = &shim->clients[index];
-	static char message[SHIM_MESSAGE_MAX];
-	ssize_t n = recv(client->fd, message, sizeof message, 0);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+	/* A secrets message may be large: learn its size first. */
+	ssize_t size = recv(client->fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	if (size < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
+	if (size <= 0 || size > (16 << 20)) {
+		client_drop(client);
+		return;
+	}
+	char *message = xmalloc((size_t)size);
+	ssize_t n = recv(client->fd, message, (size_t)size, 0);
 	if (n <= 0) {
+		free(message);
 		client_drop(client);
 		return;
 	}
@@ -116,6 +123,8 @@ void socket_read(struct shim *shim, int index)
 	default:
 		client_drop(client); /* a peer that speaks nonsense is ended */
 	}
+	explicit_bzero(message, (size_t)n);
+	free(message);
 }
 
 static bool send_message(struct shim_client *client, char kind, const char *data, size_t length)

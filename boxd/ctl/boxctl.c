@@ -11,12 +11,14 @@ extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
+extern const struct ctl_command ctl_secrets_commands[];
 
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
 	ctl_steps_commands,
 	ctl_exec_commands,
 	ctl_procs_commands,
+	ctl_secrets_commands,
 	NULL,
 };
 

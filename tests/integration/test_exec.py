@@ -301,3 +301,25 @@ def test_disk_full_under_the_work_dir(boxd_factory, tmp_path):
             cleanup(box)
     finally:
         subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_secrets_reach_the_command_and_are_masked_everywhere(box):
+    secret = "s3cret-value-for-exec-42"
+    assert box.call("PUT", "/v1/secrets", {"secrets": {"API_TOKEN": secret}})[0] == 200
+    body = ok(box, f'echo "$API_TOKEN"; echo "$API_TOKEN" | base64 >&2; echo {secret}')
+    assert secret not in json.dumps(body) and body["stdout"] == "****\n****\n"
+    assert "****" in body["stderr"]
+    assert secret not in open(body["logPath"]).read()
+    events = stream(box, {"cmd": 'printf %s "$API_TOKEN"'})
+    assert "".join(e.get("data", "") for e in events) == "****"
+    bg_id = start_bg(box, f"echo {secret}")
+    p = wait_exited(box, bg_id)
+    assert secret not in json.dumps(p) and secret not in json.dumps(box.call("GET", "/v1/steps")[1])
+    assert box.request("GET", f"/v1/procs/{bg_id}/log").body == b"****\n"
+
+
+def test_secret_added_while_a_command_runs_is_masked(box):
+    bg_id = start_bg(box, "sleep 1; echo late-secret-value-9876")
+    assert box.call("PUT", "/v1/secrets", {"secrets": {"LATE": "late-secret-value-9876"}})[0] == 200
+    wait_exited(box, bg_id)
+    assert box.request("GET", f"/v1/procs/{bg_id}/log").body == b"****\n"
