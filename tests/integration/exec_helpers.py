@@ -125,6 +125,25 @@ def cleanup(boxd):
                 os.kill(shim, signal.SIGKILL)
             except OSError:
                 pass
+    # Leave no cgroup dirs behind on the host: the jobs', then boxd's own.
+    bases = set()
+    for state in shim_states(boxd):
+        for key in ("cgroup", "pidsCgroup"):
+            if state.get(key):
+                bases.add(os.path.dirname(state[key]))
+                remove_cgroup(state[key])
+    for base in bases:
+        remove_cgroup(os.path.join(base, "shims"))
+        remove_cgroup(base)
+
+
+def remove_cgroup(path):
+    deadline = time.monotonic() + 5
+    while os.path.isdir(path) and time.monotonic() < deadline:
+        try:
+            os.rmdir(path)
+        except OSError:
+            time.sleep(0.05)
 
 
 @pytest.fixture
