@@ -124,7 +124,9 @@ char *output_mask_text(const char *text)
 
 bool output_read(struct shim *shim, struct shim_stream *stream)
 {
-	static char buffer[256 * 1024];
+	/* As big as the pipe: one wakeup per pipeful. Untouched pages cost
+	 * nothing, so a quiet command keeps its shim small. */
+	static char buffer[1 << 20];
 	ssize_t n = read(stream->fd, buffer, sizeof buffer);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
