@@ -11,6 +11,7 @@
 
 #include "boxd.h"
 #include "clock.h"
+#include "exec.h"
 #include "health.h"
 #include "log.h"
 #include "notify.h"
@@ -107,6 +108,7 @@ static bool start_services(void)
 		return false;
 	}
 	health_init();
+	exec_init();
 	if (config.report && !report_start(config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
@@ -119,6 +121,7 @@ static void stop_services(void)
 	report_stop();
 	health_stop();
 	server_stop();
+	exec_shutdown();
 	notify_stop();
 	secrets_shutdown();
 }

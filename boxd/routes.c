@@ -8,12 +8,16 @@
 extern const struct api_route api_health_routes[];
 extern const struct api_route api_steps_routes[];
 extern const struct api_route api_lock_routes[];
+extern const struct api_route api_exec_routes[];
+extern const struct api_route api_procs_routes[];
 extern const struct api_route api_secrets_routes[];
 
 static const struct api_route *const route_tables[] = {
 	api_health_routes,
 	api_steps_routes,
 	api_lock_routes,
+	api_exec_routes,
+	api_procs_routes,
 	api_secrets_routes,
 	NULL,
 };

@@ -1,0 +1,440 @@
+/* api-exec.c: POST /v1/exec and GET /v1/exec/{id}. */
+#include <errno.h>
+#include <event2/event.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "boxd.h"
+#include "clock.h"
+#include "exec.h"
+#include "redact.h"
+#include "shim-protocol.h"
+#include "steps.h"
+#include "utf8.h"
+#include "xalloc.h"
+
+#define EXEC_DEFAULT_TIMEOUT_SEC 600
+#define EXEC_MAX_TIMEOUT_SEC 3600
+#define EXEC_DEFAULT_MAX_OUTPUT (256u * 1024)
+#define EXEC_MAX_OUTPUT (64u << 20)
+/* execve(2) refuses one string over 128 KiB and a total near 2 MiB. */
+#define EXEC_MAX_ENV_ENTRY (128u * 1024)
+#define EXEC_MAX_ENV_TOTAL (1u << 20)
+#define EXEC_ALIVE_SEC 20
+#define EXEC_STREAM_HIGH (1u << 20)
+
+/* ---- the request ---- */
+
+static bool valid_env_name(const char *name)
+{
+	if (!*name || (*name >= '0' && *name <= '9'))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9')))
+			return false;
+	return true;
+}
+
+static bool parse_env(struct api_request *req, const cJSON *env, struct exec_request *r)
+{
+	if (!env)
+		return true;
+	if (!cJSON_IsObject(env)) {
+		api_reply_bad_request(req, "env must be an object of NAME: \"value\" strings");
+		return false;
+	}
+	size_t total = 0;
+	for (const cJSON *item = env->child; item; item = item->next) {
+		if (!valid_env_name(item->string) || !cJSON_IsString(item)) {
+			api_reply_bad_request(req, "env entry %.64s must have a name of letters, digits "
+					      "and _ and a string value", item->string);
+			return false;
+		}
+		size_t length = strlen(item->string) + 1 + strlen(item->valuestring);
+		total += length + 1;
+		if (length > EXEC_MAX_ENV_ENTRY || total > EXEC_MAX_ENV_TOTAL) {
+			api_reply_bad_request(req, "env is too large: at most %u KiB per entry and "
+					      "%u KiB in all; pass big data through stdin or a file",
+					      EXEC_MAX_ENV_ENTRY >> 10, EXEC_MAX_ENV_TOTAL >> 10);
+			return false;
+		}
+		r->env = xrealloc(r->env, (r->env_count + 1) * sizeof *r->env);
+		r->env[r->env_count++] = xasprintf("%s=%s", item->string, item->valuestring);
+	}
+	return true;
+}
+
+/* Name or uid; unknown names are refused, a bare uid without an entry runs
+ * with the same gid and HOME=/. */
+static bool parse_user(struct api_request *req, const cJSON *user, struct exec_request *r)
+{
+	char given[64];
+	if (!user)
+		snprintf(given, sizeof given, "%s", boxd_config()->user ? boxd_config()->user : "root");
+	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
+		snprintf(given, sizeof given, "%s", user->valuestring);
+	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
+		snprintf(given, sizeof given, "%u", (unsigned)user->valuedouble);
+	else {
+		api_reply_bad_request(req, "user must be a user name or a uid");
+		return false;
+	}
+	char *end;
+	unsigned long uid = strtoul(given, &end, 10);
+	bool numeric = *given && !*end;
+	struct passwd *pw = numeric ? getpwuid((uid_t)uid) : getpwnam(given);
+	if (!pw && !numeric) {
+		api_reply_bad_request(req, "unknown user %s: give a name from /etc/passwd or a uid", given);
+		return false;
+	}
+	r->user = xstrdup(pw ? pw->pw_name : given);
+	r->uid = pw ? pw->pw_uid : (uid_t)uid;
+	r->gid = pw ? pw->pw_gid : (gid_t)uid;
+	r->home = xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
+	int count = 64;
+	r->groups = xmalloc((size_t)count * sizeof *r->groups);
+	if (pw && getgrouplist(pw->pw_name, r->gid, r->groups, &count) < 0)
+		count = 0;
+	r->group_count = pw ? (size_t)count : 0;
+	return true;
+}
+
+static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
+{
+	const char *work = boxd_config()->work_dir;
+	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
+		api_reply_bad_request(req, "cwd must be a string");
+		return false;
+	}
+	const char *given = cJSON_IsString(cwd) && *cwd->valuestring ? cwd->valuestring : NULL;
+	r->cwd = !given ? xstrdup(work) : given[0] == '/' ? xstrdup(given)
+							  : xasprintf("%s/%s", work, given);
+	struct stat info;
+	if (stat(r->cwd, &info) != 0) {
+		api_reply_error(req, 400, "cwd_not_found", "cwd %s does not exist: create it first or "
+				"pick another directory", r->cwd);
+		return false;
+	}
+	if (!S_ISDIR(info.st_mode)) {
+		api_reply_bad_request(req, "cwd %s is not a directory", r->cwd);
+		return false;
+	}
+	return true;
+}
+
+static bool parse_integer(struct api_request *req, const cJSON *body, const char *name,
+			  double low, double high, double fallback, double *value)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(body, name);
+	*value = fallback;
+	if (!item || cJSON_IsNull(item))
+		return true;
+	if (!cJSON_IsNumber(item) || item->valuedouble != (double)(long long)item->valuedouble ||
+	    item->valuedouble < low || item->valuedouble > high) {
+		api_reply_bad_request(req, "%s must be a whole number from %.0f to %.0f", name, low, high);
+		return false;
+	}
+	*value = item->valuedouble;
+	return true;
+}
+
+static struct exec_request *parse_request(struct api_request *req)
+{
+	cJSON *body = api_body_json(req);
+	if (!body)
+		return NULL;
+	struct exec_request *r = xcalloc(1, sizeof *r);
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(body, "cmd");
+	const cJSON *stdin_item = cJSON_GetObjectItemCaseSensitive(body, "stdin");
+	const cJSON *background = cJSON_GetObjectItemCaseSensitive(body, "background");
+	const cJSON *note = cJSON_GetObjectItemCaseSensitive(body, "note");
+	double timeout, max_output;
+	bool ok = true;
+	if (!cJSON_IsString(cmd) || !cmd->valuestring[strspn(cmd->valuestring, " \t\r\n")]) {
+		api_reply_bad_request(req, "cmd is required: a non-empty string of bash");
+		ok = false;
+	} else if (stdin_item && !cJSON_IsString(stdin_item) && !cJSON_IsNull(stdin_item)) {
+		api_reply_bad_request(req, "stdin must be a string");
+		ok = false;
+	} else if (background && !cJSON_IsBool(background)) {
+		api_reply_bad_request(req, "background must be true or false");
+		ok = false;
+	}
+	ok = ok && parse_integer(req, body, "timeoutSec", 1, EXEC_MAX_TIMEOUT_SEC,
+				 EXEC_DEFAULT_TIMEOUT_SEC, &timeout);
+	ok = ok && parse_integer(req, body, "maxOutputBytes", 1, EXEC_MAX_OUTPUT,
+				 EXEC_DEFAULT_MAX_OUTPUT, &max_output);
+	ok = ok && parse_cwd(req, cJSON_GetObjectItemCaseSensitive(body, "cwd"), r);
+	ok = ok && parse_user(req, cJSON_GetObjectItemCaseSensitive(body, "user"), r);
+	ok = ok && parse_env(req, cJSON_GetObjectItemCaseSensitive(body, "env"), r);
+	if (!ok) {
+		exec_request_free(r);
+		return NULL;
+	}
+	r->cmd = xstrdup(cmd->valuestring);
+	if (cJSON_IsString(stdin_item)) {
+		r->stdin_length = strlen(stdin_item->valuestring);
+		r->stdin_data = xstrdup(stdin_item->valuestring);
+	}
+	r->timeout_ms = (int64_t)timeout * 1000;
+	r->max_output_bytes = (size_t)max_output;
+	r->background = cJSON_IsTrue(background);
+	r->note = cJSON_IsString(note) ? xstrdup(note->valuestring) : NULL;
+	return r;
+}
+
+/* ---- one call in flight ---- */
+
+struct exec_call {
+	struct api_request *req;
+	struct exec_job *job;
+	struct exec_watch watch;
+	bool watching;
+	/* streaming */
+	int fd;
+	struct event *input, *alive;
+	int64_t started_monotonic;
+	char carry[2][4];   /* an incomplete character at the end of a piece */
+	size_t carry_length[2];
+	bool paused;
+};
+
+static void call_release(void *data)
+{
+	struct exec_call *call = data;
+	if (call->watching)
+		exec_unwatch(call->job, &call->watch);
+	if (call->job)
+		call->job->busy--;
+	if (call->input)
+		event_free(call->input);
+	if (call->alive)
+		event_free(call->alive);
+	if (call->fd >= 0)
+		close(call->fd);
+	free(call);
+}
+
+static void on_foreground_end(void *arg, struct exec_job *job)
+{
+	struct exec_call *call = arg;
+	call->watching = false;
+	api_reply_json(call->req, 200, exec_result_json(job, true));
+}
+
+/* ---- streaming (NDJSON) ---- */
+
+static void stream_event(struct exec_call *call, cJSON *event)
+{
+	char *line = cJSON_PrintUnformatted(event);
+	size_t length = strlen(line);
+	line[length] = '\n'; /* replaces the NUL: sent as one chunk with its newline */
+	api_stream_write(call->req, line, length + 1);
+	free(line);
+	cJSON_Delete(event);
+}
+
+static void emit_output(struct exec_call *call, int which, const char *data, size_t length)
+{
+	char *text = utf8_sanitize(data, length, NULL);
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "type", which ? "stderr" : "stdout");
+	cJSON_AddStringToObject(event, "data", text);
+	free(text);
+	stream_event(call, event);
+}
+
+static void stream_output(struct exec_call *call, int which, const char *data, size_t length)
+{
+	/* Join the previous piece's incomplete character, hold back this one's. */
+	size_t joined_length = call->carry_length[which] + length;
+	char *joined = xmalloc(joined_length);
+	memcpy(joined, call->carry[which], call->carry_length[which]);
+	memcpy(joined + call->carry_length[which], data, length);
+	size_t whole = utf8_prefix_length(joined, joined_length);
+	call->carry_length[which] = joined_length - whole;
+	memcpy(call->carry[which], joined + whole, call->carry_length[which]);
+	if (whole)
+		emit_output(call, which, joined, whole);
+	free(joined);
+	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
+	event_add(call->alive, &twenty);
+}
+
+static void stream_finish(struct exec_call *call)
+{
+	for (int which = 0; which < 2; which++)
+		if (call->carry_length[which]) /* a character cut short by the end */
+			emit_output(call, which, call->carry[which], call->carry_length[which]);
+	exec_job_ended(call->job);
+	cJSON *event = exec_result_json(call->job, false);
+	cJSON_DeleteItemFromObject(event, "state");
+	cJSON_AddStringToObject(event, "type", "exit");
+	stream_event(call, event);
+	api_stream_end(call->req);
+}
+
+static void on_stream_input(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_call *call = arg;
+	static char message[SHIM_MESSAGE_MAX];
+	for (int round = 0; round < 64; round++) {
+		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
+			stream_finish(call);
+			return;
+		}
+		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR)
+			stream_output(call, message[0] == SHIM_MSG_STDERR, message + 1, (size_t)n - 1);
+		else if (message[0] == SHIM_MSG_LOST) {
+			cJSON *event = cJSON_CreateObject();
+			cJSON_AddStringToObject(event, "type", "lost");
+			cJSON_AddNumberToObject(event, "bytes", atof(message + 1));
+			cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
+			stream_event(call, event);
+		}
+		if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
+			/* The client reads slowly: stop taking output (the shim
+			 * counts what it cannot send) until the socket drains. */
+			event_del(call->input);
+			call->paused = true;
+			return;
+		}
+	}
+}
+
+static void on_stream_drained(struct api_request *req)
+{
+	struct exec_call *call = api_data(req);
+	if (call && call->paused && api_stream_pending(req) < EXEC_STREAM_HIGH / 4) {
+		call->paused = false;
+		event_add(call->input, NULL);
+	}
+}
+
+static void on_alive(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_call *call = arg;
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "type", "alive");
+	cJSON_AddNumberToObject(event, "elapsedMs",
+				(double)(clock_monotonic_ms() - call->started_monotonic));
+	stream_event(call, event);
+	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
+	event_add(call->alive, &twenty);
+}
+
+static void on_stream_gone(struct api_request *req)
+{
+	/* The command carries on; its result stays available by id. */
+	api_stream_end(req);
+}
+
+static void stream_begin(struct exec_call *call)
+{
+	api_stream_start(call->req, 200, "application/x-ndjson", on_stream_drained);
+	api_on_client_gone(call->req, on_stream_gone);
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "type", "started");
+	cJSON_AddStringToObject(event, "id", call->job->id);
+	cJSON_AddNumberToObject(event, "pid", call->job->meta.pid);
+	stream_event(call, event);
+	call->started_monotonic = clock_monotonic_ms();
+	call->alive = evtimer_new(boxd_base(), on_alive, call);
+	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
+	event_add(call->alive, &twenty);
+	call->fd = exec_connect(call->job);
+	char subscribe = SHIM_MSG_SUBSCRIBE;
+	if (call->fd < 0 || send(call->fd, &subscribe, 1, MSG_NOSIGNAL) != 1) {
+		stream_finish(call); /* the shim is gone already: its record says how */
+		return;
+	}
+	call->input = event_new(boxd_base(), call->fd, EV_READ | EV_PERSIST, on_stream_input, call);
+	event_add(call->input, NULL);
+}
+
+/* ---- the routes ---- */
+
+static char *first_line(const char *cmd)
+{
+	char *masked = redact_text(cmd);
+	size_t length = strcspn(masked, "\n");
+	char *line = xasprintf("%.*s%s", (int)(length > 80 ? 80 : length), masked,
+			       masked[length] || length > 80 ? " ..." : "");
+	free(masked);
+	return line;
+}
+
+static void on_started(void *arg, struct exec_job *job, const char *code, const char *error)
+{
+	struct exec_call *call = arg;
+	if (!job) {
+		int status = !strcmp(code, "internal") ? 500 : 400;
+		api_reply_error(call->req, status, code, "%s", error);
+		return;
+	}
+	call->job = job;
+	job->busy++;
+	if (job->meta.background) {
+		char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
+		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
+		free(what);
+		cJSON *answer = cJSON_CreateObject();
+		cJSON_AddStringToObject(answer, "bgId", job->id);
+		cJSON_AddNumberToObject(answer, "pid", job->meta.pid);
+		cJSON_AddStringToObject(answer, "logPath", job->meta.log_path);
+		cJSON_AddNumberToObject(answer, "startedAt", (double)job->meta.started_at);
+		api_reply_json(call->req, 200, answer);
+		return;
+	}
+	const char *accept = api_header(call->req, "Accept");
+	if (accept && strstr(accept, "application/x-ndjson")) {
+		stream_begin(call);
+		return;
+	}
+	call->watch = (struct exec_watch){.ended = on_foreground_end, .arg = call};
+	call->watching = true;
+	exec_watch(job, &call->watch);
+}
+
+static void handle_exec(struct api_request *req)
+{
+	struct exec_request *request = parse_request(req);
+	if (!request)
+		return;
+	const char *accept = api_header(req, "Accept");
+	request->streaming = !request->background && accept &&
+			     strstr(accept, "application/x-ndjson");
+	struct exec_call *call = xcalloc(1, sizeof *call);
+	call->req = req;
+	call->fd = -1;
+	api_set_data(req, call, call_release);
+	exec_start(request, on_started, call);
+}
+
+static void handle_get(struct api_request *req)
+{
+	struct exec_job *job = exec_find(api_param(req, 0));
+	if (!job) {
+		api_reply_not_found(req, "no command %s: ids are kept an hour after the command ends",
+				    api_param(req, 0));
+		return;
+	}
+	api_reply_json(req, 200, exec_result_json(job, true));
+}
+
+const struct api_route api_exec_routes[] = {
+	{"POST", "/v1/exec", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 16u << 20, handle_exec},
+	{"GET", "/v1/exec/{}", 0, 0, handle_get},
+	{0},
+};

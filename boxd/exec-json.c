@@ -1,0 +1,109 @@
+/* exec-json.c: a command as the API shows it (results, exit events, procs). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "exec.h"
+#include "fields.h"
+#include "redact.h"
+#include "utf8.h"
+#include "xalloc.h"
+
+static void add_nullable(cJSON *object, const char *name, int64_t value)
+{
+	if (value < 0)
+		cJSON_AddNullToObject(object, name);
+	else
+		cJSON_AddNumberToObject(object, name, (double)value);
+}
+
+/* A capture file, as valid UTF-8. */
+static void add_capture(cJSON *object, struct exec_job *job, const char *name)
+{
+	char *path = exec_state_path(job->id, name);
+	size_t length = 0;
+	char *data = fields_read_file(path, 256u << 20, &length);
+	free(path);
+	char *text = utf8_sanitize(data ? data : "", data ? length : 0, NULL);
+	cJSON_AddStringToObject(object, name, text);
+	free(text);
+	free(data);
+}
+
+static void add_exit_fields(cJSON *o, struct exec_job *job)
+{
+	const struct exit_record *e = &job->exit;
+	cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
+	const char *sig = signal_name(e->signal);
+	if (sig)
+		cJSON_AddStringToObject(o, "signal", sig);
+	else
+		cJSON_AddNullToObject(o, "signal");
+	cJSON_AddBoolToObject(o, "timedOut", e->timed_out);
+}
+
+cJSON *exec_result_json(struct exec_job *job, bool with_output)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", job->id);
+	bool ended = job->state == EXEC_ENDED;
+	cJSON_AddStringToObject(o, "state", ended ? "exited" : "running");
+	if (!ended) {
+		cJSON_AddNumberToObject(o, "pid", job->meta.pid);
+		cJSON_AddNumberToObject(o, "startedAt", (double)job->meta.started_at);
+		cJSON_AddStringToObject(o, "logPath", job->meta.log_path ? job->meta.log_path : "");
+		return o;
+	}
+	add_exit_fields(o, job);
+	if (with_output && !job->meta.background) {
+		add_capture(o, job, "stdout");
+		add_capture(o, job, "stderr");
+	}
+	cJSON_AddBoolToObject(o, "truncated", job->exit.truncated);
+	cJSON_AddNumberToObject(o, "startedAt", (double)job->meta.started_at);
+	cJSON_AddNumberToObject(o, "durationMs", (double)job->exit.duration_ms);
+	add_nullable(o, "cpuMs", job->exit.cpu_ms);
+	add_nullable(o, "peakMemoryBytes", job->exit.peak_memory_bytes);
+	cJSON_AddStringToObject(o, "logPath", job->meta.log_path ? job->meta.log_path : "");
+	if (job->exit.log_error)
+		cJSON_AddStringToObject(o, "logError", job->exit.log_error);
+	if (job->exit.message)
+		cJSON_AddStringToObject(o, "message", job->exit.message);
+	return o;
+}
+
+cJSON *exec_proc_json(struct exec_job *job)
+{
+	cJSON *o = cJSON_CreateObject();
+	bool ended = job->state == EXEC_ENDED;
+	cJSON_AddStringToObject(o, "bgId", job->id);
+	char *cmd = redact_text(job->meta.cmd ? job->meta.cmd : "");
+	cJSON_AddStringToObject(o, "cmd", cmd);
+	free(cmd);
+	cJSON_AddStringToObject(o, "cwd", job->meta.cwd ? job->meta.cwd : "");
+	cJSON_AddNumberToObject(o, "pid", job->meta.pid);
+	cJSON_AddStringToObject(o, "state", ended ? "exited" : "running");
+	cJSON_AddNumberToObject(o, "startedAt", (double)job->meta.started_at);
+	if (ended) {
+		cJSON_AddNumberToObject(o, "endedAt", (double)job->exit.ended_at);
+		add_exit_fields(o, job);
+	} else {
+		cJSON_AddNullToObject(o, "endedAt");
+		cJSON_AddNullToObject(o, "exitCode");
+		cJSON_AddNullToObject(o, "signal");
+		cJSON_AddBoolToObject(o, "timedOut", false);
+	}
+	const char *log = job->meta.log_path ? job->meta.log_path : "";
+	cJSON_AddStringToObject(o, "logPath", log);
+	struct stat info;
+	cJSON_AddNumberToObject(o, "logBytes", stat(log, &info) == 0 ? (double)info.st_size : 0);
+	add_nullable(o, "cpuMs", ended ? job->exit.cpu_ms : -1);
+	add_nullable(o, "peakMemoryBytes", ended ? job->exit.peak_memory_bytes : -1);
+	if (ended && job->exit.log_error)
+		cJSON_AddStringToObject(o, "logError", job->exit.log_error);
+	if (ended && job->exit.message)
+		cJSON_AddStringToObject(o, "message", job->exit.message);
+	if (job->note)
+		cJSON_AddStringToObject(o, "note", job->note);
+	return o;
+}

@@ -1,0 +1,723 @@
+/* exec.c: starting shims and following them from the event loop. */
+#include "exec.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/sched.h>
+#include <unistd.h>
+
+#include "boxd.h"
+#include "cgroup.h"
+#include "clock.h"
+#include "health.h"
+#include "log.h"
+#include "redact.h"
+#include "report.h"
+#include "shim-protocol.h"
+#include "shim-spec.h"
+#include "secrets.h"
+#include "steps.h"
+#include "xalloc.h"
+
+#define EXEC_LOG_CAP_BYTES (512ull << 20)
+/* Enough for make -j and node; a fork bomb stops here instead of the box. */
+#define EXEC_PIDS_MAX 1024
+
+static struct exec_job *jobs, *jobs_tail;
+static char *cgroup_base, *shim_cgroup, *pids_base;
+static char *shim_program, *boxd_program;
+
+extern char **environ;
+
+/* ---- the job list ---- */
+
+struct exec_job *exec_job_add(const char *id)
+{
+	struct exec_job *job = xcalloc(1, sizeof *job);
+	job->id = xstrdup(id);
+	job->monitor_fd = -1;
+	job->state = EXEC_RUNNING;
+	if (jobs_tail)
+		jobs_tail->next = job;
+	else
+		jobs = job;
+	jobs_tail = job;
+	return job;
+}
+
+struct exec_job *exec_find(const char *id)
+{
+	for (struct exec_job *job = jobs; job; job = job->next)
+		if (!strcmp(job->id, id))
+			return job;
+	return NULL;
+}
+
+struct exec_job *exec_first(void)
+{
+	return jobs;
+}
+
+int exec_running_background(void)
+{
+	int count = 0;
+	for (struct exec_job *job = jobs; job; job = job->next)
+		count += job->state == EXEC_RUNNING && job->meta.background;
+	return count;
+}
+
+char *exec_state_path(const char *id, const char *name)
+{
+	const char *run = boxd_config()->run_dir;
+	return name ? xasprintf("%s/procs/%s/%s", run, id, name) : xasprintf("%s/procs/%s", run, id);
+}
+
+static void remove_state_dir(const char *id)
+{
+	const char *names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp", "exit.tmp",
+			       "stdout.tmp", "stderr.tmp"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char *path = exec_state_path(id, names[i]);
+		unlink(path);
+		free(path);
+	}
+	char *dir = exec_state_path(id, NULL);
+	rmdir(dir);
+	free(dir);
+}
+
+static void job_free(struct exec_job *job)
+{
+	if (job->monitor_event)
+		event_free(job->monitor_event);
+	if (job->monitor_fd >= 0)
+		close(job->monitor_fd);
+	shim_meta_free(&job->meta);
+	exit_record_free(&job->exit);
+	free(job->note);
+	free(job->id);
+	free(job);
+}
+
+void exec_forget(struct exec_job *job)
+{
+	struct exec_job **link = &jobs, *previous = NULL;
+	while (*link && *link != job) {
+		previous = *link;
+		link = &(*link)->next;
+	}
+	if (!*link)
+		return;
+	*link = job->next;
+	if (jobs_tail == job)
+		jobs_tail = previous;
+	remove_state_dir(job->id);
+	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
+	cgroup_job_remove(&tree);
+	job_free(job);
+}
+
+/* Ended foreground results are kept an hour; swept when a command starts, so
+ * an idle boxd needs no timer. */
+static void sweep_old(void)
+{
+	int64_t now = clock_monotonic_ms();
+	struct exec_job *job = jobs;
+	while (job) {
+		struct exec_job *next = job->next;
+		if (job->state == EXEC_ENDED && !job->meta.background && !job->busy &&
+		    now - job->ended_monotonic > EXEC_KEEP_ENDED_MS)
+			exec_forget(job);
+		job = next;
+	}
+}
+
+/* ---- watching ---- */
+
+void exec_watch(struct exec_job *job, struct exec_watch *watch)
+{
+	if (job->state == EXEC_ENDED) {
+		watch->ended(watch->arg, job);
+		return;
+	}
+	watch->next = job->watches;
+	job->watches = watch;
+}
+
+void exec_unwatch(struct exec_job *job, struct exec_watch *watch)
+{
+	for (struct exec_watch **link = &job->watches; *link; link = &(*link)->next)
+		if (*link == watch) {
+			*link = watch->next;
+			return;
+		}
+}
+
+static char *summary_of(const struct exec_job *job)
+{
+	char *cmd = redact_text(job->meta.cmd ? job->meta.cmd : "");
+	/* One line: the first line of the command, shortened. */
+	size_t length = strcspn(cmd, "\n");
+	if (length > 80)
+		length = 80;
+	char *line = xasprintf("%.*s%s", (int)length, cmd, cmd[length] ? " ..." : "");
+	free(cmd);
+	return line;
+}
+
+void exec_job_ended(struct exec_job *job)
+{
+	if (job->state == EXEC_ENDED)
+		return;
+	char *path = exec_state_path(job->id, "exit");
+	if (!exit_record_read(&job->exit, path)) {
+		free(path);
+		exec_job_lost(job);
+		return;
+	}
+	free(path);
+	job->state = EXEC_ENDED;
+	job->ended_monotonic = clock_monotonic_ms();
+	if (job->adopted)
+		return; /* found ended at start: no step, no report, no watcher yet */
+	char *what = summary_of(job);
+	const char *sig = signal_name(job->exit.signal);
+	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s after %.1f s%s",
+		  what, job->meta.cwd ? job->meta.cwd : "?",
+		  job->exit.timed_out ? "timed out, exit" : "exit", job->exit.exit_code,
+		  sig ? " " : "", sig ? sig : "", (double)job->exit.duration_ms / 1000.0,
+		  job->exit.log_error ? " (log incomplete)" : "");
+	free(what);
+	struct exec_watch *watch = job->watches;
+	job->watches = NULL;
+	job->busy++;
+	while (watch) {
+		struct exec_watch *next = watch->next;
+		watch->ended(watch->arg, job);
+		watch = next;
+	}
+	job->busy--;
+	if (job->meta.background)
+		report_now();
+}
+
+/* The shim is gone without an exit record: someone killed it. Its command
+ * loses its supervisor, so its tree is stopped, and the end is recorded. */
+void exec_job_lost(struct exec_job *job)
+{
+	if (job->state == EXEC_ENDED)
+		return;
+	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
+	if (cgroup_job_signal(&tree, SIGKILL) < 0 && job->meta.pid > 0)
+		kill(-job->meta.pid, SIGKILL);
+	exit_record_free(&job->exit);
+	job->exit = (struct exit_record){
+		.exit_code = 128 + SIGKILL, .signal = SIGKILL,
+		.cpu_ms = cgroup_job_cpu_ms(&tree), .peak_memory_bytes = cgroup_job_peak_memory(&tree),
+		.ended_at = clock_now_ms(),
+		.duration_ms = clock_now_ms() - job->meta.started_at,
+		.message = xstrdup("the shim supervising this command died (killed from outside "
+				   "boxd); its processes were stopped and its output may be incomplete"),
+	};
+	char *path = exec_state_path(job->id, "exit");
+	exit_record_write(&job->exit, path);
+	free(path);
+	exit_record_free(&job->exit);
+	log_msg(LOG_LEVEL_WARNING, "the shim of %s died without recording an exit", job->id);
+	exec_job_ended(job);
+}
+
+/* ---- the monitor connection ---- */
+
+int exec_connect(struct exec_job *job)
+{
+	struct sockaddr_un address = {.sun_family = AF_UNIX};
+	char *path = exec_state_path(job->id, "sock");
+	int dir = -1;
+	if (snprintf(address.sun_path, sizeof address.sun_path, "%s", path) >=
+	    (int)sizeof address.sun_path) {
+		/* Too long for sun_path (deep test dirs): go through a descriptor. */
+		char *state = exec_state_path(job->id, NULL);
+		dir = open(state, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		free(state);
+		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
+	}
+	free(path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (dir >= 0)
+		close(dir);
+	return fd;
+}
+
+static void on_monitor(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_job *job = arg;
+	char message[SHIM_MESSAGE_MAX];
+	for (;;) {
+		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			/* The shim ended (or died): no more events from it. */
+			event_free(job->monitor_event);
+			job->monitor_event = NULL;
+			close(job->monitor_fd);
+			job->monitor_fd = -1;
+			exec_job_ended(job); /* reads the record, or records a lost shim */
+			return;
+		}
+		if (message[0] == SHIM_MSG_EXIT)
+			exec_job_ended(job);
+	}
+}
+
+void exec_job_monitor(struct exec_job *job, int fd)
+{
+	job->monitor_fd = fd;
+	job->monitor_event = event_new(boxd_base(), fd, EV_READ | EV_PERSIST, on_monitor, job);
+	event_add(job->monitor_event, NULL);
+}
+
+bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
+{
+	if (job->monitor_fd < 0)
+		return false;
+	char message[64];
+	int n = snprintf(message, sizeof message, "%c%d %lld", SHIM_MSG_STOP, signal,
+			 (long long)grace_ms);
+	return send(job->monitor_fd, message, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n;
+}
+
+/* ---- starting a shim ---- */
+
+struct exec_start {
+	struct exec_request *request;
+	char *id;
+	pid_t first_pid;    /* the shim process that forks away and exits */
+	int status_fd;
+	struct event *status_event;
+	char status[1024];
+	size_t status_length;
+	exec_started_fn started;
+	void *arg;
+};
+
+static char *random_id(char prefix)
+{
+	unsigned char bytes[8];
+	if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
+		for (size_t i = 0; i < sizeof bytes; i++)
+			bytes[i] = (unsigned char)(clock_monotonic_us() >> (i * 3));
+	char *id = xmalloc(2 + 2 * sizeof bytes + 1);
+	id[0] = prefix;
+	id[1] = '_';
+	for (size_t i = 0; i < sizeof bytes; i++)
+		sprintf(id + 2 + 2 * i, "%02x", bytes[i]);
+	return id;
+}
+
+void exec_request_free(struct exec_request *r)
+{
+	if (!r)
+		return;
+	free(r->cmd);
+	free(r->cwd);
+	free(r->user);
+	free(r->groups);
+	free(r->home);
+	for (size_t i = 0; i < r->env_count; i++)
+		free(r->env[i]);
+	free(r->env);
+	free(r->stdin_data);
+	free(r->note);
+	free(r);
+}
+
+static void push_env(char ***env, size_t *count, char *entry)
+{
+	*env = xrealloc(*env, (*count + 1) * sizeof **env);
+	(*env)[(*count)++] = entry;
+}
+
+static void add_secret_env(const char *name, const char *value, void *context)
+{
+	struct shim_spec *spec = context;
+	push_env(&spec->env, &spec->env_count, xasprintf("%s=%s", name, value));
+}
+
+static void add_masked_value(const char *value, void *context)
+{
+	struct shim_spec *spec = context;
+	push_env(&spec->secrets, &spec->secret_count, xstrdup(value));
+}
+
+/* Base environment, then the secrets, then the request's own entries. */
+static void build_env(const struct exec_request *r, struct shim_spec *spec)
+{
+	const struct boxd_config *config = boxd_config();
+	push_env(&spec->env, &spec->env_count,
+		 xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+	push_env(&spec->env, &spec->env_count, xasprintf("HOME=%s", r->home ? r->home : "/"));
+	push_env(&spec->env, &spec->env_count, xasprintf("USER=%s", r->user));
+	push_env(&spec->env, &spec->env_count, xasprintf("LOGNAME=%s", r->user));
+	push_env(&spec->env, &spec->env_count, xstrdup("SHELL=/bin/bash"));
+	push_env(&spec->env, &spec->env_count, xstrdup("LANG=C.UTF-8"));
+	if (config->display)
+		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
+	secrets_foreach(add_secret_env, spec);
+	for (size_t i = 0; i < r->env_count; i++)
+		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));
+}
+
+static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
+{
+	const struct boxd_config *config = boxd_config();
+	*spec = (struct shim_spec){
+		.id = xstrdup(id), .cmd = xstrdup(r->cmd), .cwd = xstrdup(r->cwd),
+		.user = xstrdup(r->user), .uid = r->uid, .gid = r->gid,
+		.timeout_ms = r->timeout_ms,
+		.max_output_bytes = r->background ? 0 : r->max_output_bytes,
+		.background = r->background, .hold_output = r->streaming,
+		.state_dir = exec_state_path(id, NULL),
+		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
+		.log_cap_bytes = EXEC_LOG_CAP_BYTES, .pids_max = EXEC_PIDS_MAX,
+		.cgroup_base = cgroup_base ? xstrdup(cgroup_base) : NULL,
+		.shim_cgroup = shim_cgroup ? xstrdup(shim_cgroup) : NULL,
+		.pids_base = pids_base ? xstrdup(pids_base) : NULL,
+	};
+	if (r->group_count) {
+		spec->groups = xmalloc(r->group_count * sizeof *spec->groups);
+		memcpy(spec->groups, r->groups, r->group_count * sizeof *spec->groups);
+		spec->group_count = r->group_count;
+	}
+	if (r->stdin_data) {
+		spec->stdin_data = xmalloc(r->stdin_length + 1);
+		memcpy(spec->stdin_data, r->stdin_data, r->stdin_length);
+		spec->stdin_length = r->stdin_length;
+	}
+	build_env(r, spec);
+	/* The shim masks its output itself: it gets every masked value. */
+	secrets_foreach_masked(add_masked_value, spec);
+	spec->protected_exes = xcalloc(2, sizeof *spec->protected_exes);
+	spec->protected_exes[spec->protected_exe_count++] = xstrdup(boxd_program);
+	spec->protected_exes[spec->protected_exe_count++] = xstrdup(shim_program);
+	/* No core dumps of commands in the work dir; descriptors for servers. */
+	spec->rlimits = xcalloc(1, sizeof *spec->rlimits);
+	spec->rlimits[spec->rlimit_count++] = (struct shim_rlimit){RLIMIT_CORE, 0, 0};
+}
+
+static void start_finish(struct exec_start *start, struct exec_job *job, const char *code,
+			 const char *error)
+{
+	if (start->status_event)
+		event_free(start->status_event);
+	if (start->status_fd >= 0)
+		close(start->status_fd);
+	if (!job)
+		remove_state_dir(start->id);
+	start->started(start->arg, job, code, error);
+	exec_request_free(start->request);
+	free(start->id);
+	free(start);
+}
+
+/* The shim's one-line answer: "ready SHIM PID STARTED" or "error CODE TEXT". */
+static void start_answered(struct exec_start *start)
+{
+	/* The first shim process exits right after forking: reaping it is quick. */
+	waitpid(start->first_pid, NULL, 0);
+	start->status[start->status_length] = '\0';
+	start->status[strcspn(start->status, "\n")] = '\0';
+	char code[64] = "internal";
+	if (strncmp(start->status, "ready ", 6) != 0) {
+		const char *text = "the command's supervisor (boxd-shim) exited without answering";
+		if (sscanf(start->status, "error %63s", code) == 1)
+			text = start->status + 6 + strlen(code) + 1;
+		start_finish(start, NULL, code, text);
+		return;
+	}
+	struct exec_job *job = exec_job_add(start->id);
+	char *meta = exec_state_path(start->id, "meta");
+	bool ok = shim_meta_read(&job->meta, meta);
+	free(meta);
+	int fd = ok ? exec_connect(job) : -1;
+	if (fd < 0) {
+		/* Already gone: a quick command whose shim finished before we
+		 * connected (its record says so), or a shim that was killed. */
+		if (!ok)
+			job->meta.id = xstrdup(start->id);
+		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
+		exec_job_ended(job);
+	} else {
+		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
+		exec_job_monitor(job, fd);
+	}
+	start_finish(start, job, NULL, NULL);
+}
+
+static void on_status(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_start *start = arg;
+	size_t room = sizeof start->status - 1 - start->status_length;
+	char scratch[256];
+	ssize_t n = read(fd, room ? start->status + start->status_length : scratch,
+			 room ? room : sizeof scratch);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		if (room)
+			start->status_length += (size_t)n;
+		return;
+	}
+	start_answered(start);
+}
+
+static int spec_memfd(const struct shim_spec *spec)
+{
+	int fd = memfd_create("boxd-spec", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (!shim_spec_write(spec, fd) || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
+ * process between cgroups later costs milliseconds. Between clone and exec
+ * the child only calls async-signal-safe functions. */
+static pid_t spawn_into_cgroup(int spec_fd, int status_fd)
+{
+	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	struct clone_args args = {.flags = CLONE_INTO_CGROUP | CLONE_VFORK,
+				  .exit_signal = SIGCHLD, .cgroup = (uint64_t)dir};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (dup2(spec_fd, 0) < 0 || dup2(status_fd, 1) < 0 || dup2(null, 2) < 0)
+			_exit(127);
+		char *argv[] = {"boxd-shim", NULL};
+		execve(shim_program, argv, environ);
+		_exit(127);
+	}
+	close(dir);
+	return pid;
+}
+
+static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, char *error,
+		       size_t error_size)
+{
+	int spec_fd = spec_memfd(spec);
+	int status[2];
+	if (spec_fd < 0 || pipe2(status, O_CLOEXEC) != 0) {
+		snprintf(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
+		if (spec_fd >= 0)
+			close(spec_fd);
+		return false;
+	}
+	posix_spawn_file_actions_t actions;
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, spec_fd, 0);
+	posix_spawn_file_actions_adddup2(&actions, status[1], 1);
+	posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawnattr_t attributes;
+	posix_spawnattr_init(&attributes);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attributes, &none);
+	posix_spawnattr_setsigdefault(&attributes, &all);
+	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	char *argv[] = {"boxd-shim", NULL};
+	int failed = 0;
+	start->first_pid = shim_cgroup ? spawn_into_cgroup(spec_fd, status[1]) : -1;
+	if (start->first_pid < 0)
+		failed = posix_spawn(&start->first_pid, shim_program, &actions, &attributes, argv,
+				     environ);
+	posix_spawn_file_actions_destroy(&actions);
+	posix_spawnattr_destroy(&attributes);
+	close(spec_fd);
+	close(status[1]);
+	if (failed) {
+		close(status[0]);
+		snprintf(error, error_size, "cannot start %s: %s", shim_program, strerror(failed));
+		return false;
+	}
+	start->status_fd = status[0];
+	fcntl(status[0], F_SETFL, O_NONBLOCK);
+	start->status_event = event_new(boxd_base(), status[0], EV_READ | EV_PERSIST, on_status, start);
+	event_add(start->status_event, NULL);
+	return true;
+}
+
+void exec_start(struct exec_request *request, exec_started_fn started, void *arg)
+{
+	sweep_old();
+	struct exec_start *start = xcalloc(1, sizeof *start);
+	start->request = request;
+	start->started = started;
+	start->arg = arg;
+	start->status_fd = -1;
+	start->id = random_id(request->background ? 'b' : 'c');
+	char *dir = exec_state_path(start->id, NULL);
+	char error[512] = "";
+	struct shim_spec spec;
+	bool ok = mkdir(dir, 0700) == 0;
+	if (!ok)
+		snprintf(error, sizeof error, "cannot create the command's state dir %s: %s", dir,
+			 strerror(errno));
+	free(dir);
+	if (ok) {
+		fill_spec(&spec, request, start->id);
+		ok = spawn_shim(start, &spec, error, sizeof error);
+		shim_spec_free(&spec);
+	}
+	if (!ok) {
+		log_msg(LOG_LEVEL_ERROR, "%s", error);
+		start_finish(start, NULL, "internal", error);
+	}
+}
+
+/* ---- start of boxd ---- */
+
+static char *find_shim(void)
+{
+	const char *override = getenv("BOXD_SHIM");
+	if (override && *override)
+		return xstrdup(override);
+	/* In the build tree the shim sits in ../shims next to boxd/. */
+	char *beside = xasprintf("%s", boxd_program);
+	char *slash = strrchr(beside, '/');
+	if (slash) {
+		*slash = '\0';
+		char *candidate = xasprintf("%s/../shims/boxd-shim", beside);
+		char resolved[PATH_MAX];
+		if (realpath(candidate, resolved) && access(resolved, X_OK) == 0) {
+			free(candidate);
+			free(beside);
+			return xstrdup(resolved);
+		}
+		free(candidate);
+	}
+	free(beside);
+	return xstrdup(BOXD_LIBEXECDIR "/boxd/boxd-shim");
+}
+
+static void prepare_cgroups(void)
+{
+	const struct boxd_config *config = boxd_config();
+	if (config->cgroup == CGROUP_MODE_OFF)
+		return;
+	struct cgroup_host host;
+	if (!cgroup_discover(&host)) {
+		log_msg(LOG_LEVEL_WARNING, "no cgroup hierarchy found: commands get their own process "
+			"group, and a daemon that leaves it escapes timeouts");
+		return;
+	}
+	/* Several boxd instances may share a machine: the run dir names ours. */
+	uint32_t hash = 2166136261u;
+	for (const char *p = config->run_dir; *p; p++)
+		hash = (hash ^ (unsigned char)*p) * 16777619u;
+	char tag[16];
+	snprintf(tag, sizeof tag, "%08x", hash);
+	char *missing = cgroup_prepare(&host, tag, &cgroup_base, &shim_cgroup, &pids_base);
+	if (missing)
+		log_msg(LOG_LEVEL_WARNING, "%s", missing);
+	free(missing);
+	cgroup_host_free(&host);
+}
+
+struct value_list {
+	char *data;
+	size_t length;
+};
+
+static void append_value(const char *value, void *context)
+{
+	struct value_list *list = context;
+	size_t n = strlen(value) + 1;
+	list->data = xrealloc(list->data, list->length + n);
+	memcpy(list->data + list->length, value, n);
+	list->length += n;
+}
+
+/* New secrets are masked in the output of commands already running too. */
+static void on_secrets_changed(void *context)
+{
+	struct value_list list = {xmalloc(1), 1};
+	list.data[0] = SHIM_MSG_SECRETS;
+	secrets_foreach_masked(append_value, &list);
+	for (struct exec_job *job = jobs; job; job = job->next) {
+		if (job->monitor_fd < 0 || job->state == EXEC_ENDED)
+			continue;
+		int room = (int)list.length + 4096;
+		setsockopt(job->monitor_fd, SOL_SOCKET, SO_SNDBUF, &room, sizeof room);
+		if (send(job->monitor_fd, list.data, list.length, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			log_msg(LOG_LEVEL_WARNING, "cannot give %s the new secrets: %s", job->id,
+				strerror(errno));
+	}
+	explicit_bzero(list.data, list.length);
+	free(list.data);
+}
+
+static void contribute_health(cJSON *health)
+{
+	cJSON *procs = cJSON_GetObjectItem(health, "procs");
+	if (!procs)
+		procs = cJSON_AddObjectToObject(health, "procs");
+	cJSON_DeleteItemFromObject(procs, "running");
+	cJSON_AddNumberToObject(procs, "running", exec_running_background());
+}
+
+void exec_shutdown(void)
+{
+	/* Empty ones only: running commands keep their cgroups. */
+	const char *dirs[] = {shim_cgroup, cgroup_base, pids_base};
+	for (size_t i = 0; i < 3; i++)
+		if (dirs[i])
+			rmdir(dirs[i]);
+}
+
+void exec_init(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[n > 0 ? n : 0] = '\0';
+	boxd_program = xstrdup(self);
+	shim_program = find_shim();
+	char *procs = xasprintf("%s/procs", boxd_config()->run_dir);
+	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
+		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
+	free(procs);
+	prepare_cgroups();
+	procs_adopt();
+	health_register(contribute_health);
+	secrets_on_change(on_secrets_changed, NULL);
+}

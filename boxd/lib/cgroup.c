@@ -1,0 +1,334 @@
+#include "cgroup.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+/* mountinfo fields: id parent major:minor root mountpoint options - fstype source super */
+static void read_mounts(struct cgroup_host *host)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		char root[1024], point[1024], type[64], super[1024];
+		char *dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 ||
+		    sscanf(dash + 3, "%63s %*s %1023s", type, super) != 2)
+			continue;
+		if (!strcmp(type, "cgroup2") && !host->v2_mount)
+			host->v2_mount = xstrdup(point);
+		else if (!strcmp(type, "cgroup") && !host->pids_mount) {
+			/* super options like "rw,pids": the controller is one option */
+			for (char *opt = strtok(super, ","); opt; opt = strtok(NULL, ","))
+				if (!strcmp(opt, "pids"))
+					host->pids_mount = xstrdup(point);
+		}
+	}
+	fclose(f);
+}
+
+/* /proc/self/cgroup: "0::/path" for v2, "N:pids:/path" for the v1 pids one. */
+static void read_self(struct cgroup_host *host)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return;
+	char line[4096];
+	while (fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *first = strchr(line, ':');
+		char *second = first ? strchr(first + 1, ':') : NULL;
+		if (!second)
+			continue;
+		*second = '\0';
+		const char *controllers = first + 1, *path = second + 1;
+		if (!*controllers && !host->v2_self)
+			host->v2_self = xstrdup(path);
+		else if (!strcmp(controllers, "pids") && !host->pids_self)
+			host->pids_self = xstrdup(path);
+	}
+	fclose(f);
+}
+
+bool cgroup_discover(struct cgroup_host *host)
+{
+	*host = (struct cgroup_host){0};
+	read_mounts(host);
+	read_self(host);
+	if (host->v2_mount && !host->v2_self) {
+		free(host->v2_mount);
+		host->v2_mount = NULL;
+	}
+	if (host->pids_mount && !host->pids_self) {
+		free(host->pids_mount);
+		host->pids_mount = NULL;
+	}
+	return host->v2_mount || host->pids_mount;
+}
+
+void cgroup_host_free(struct cgroup_host *host)
+{
+	free(host->v2_mount);
+	free(host->v2_self);
+	free(host->pids_mount);
+	free(host->pids_self);
+	*host = (struct cgroup_host){0};
+}
+
+/* Async-signal-safe small write. */
+static bool write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	size_t a = strlen(dir), b = strlen(name);
+	if (a + b + 2 > sizeof path)
+		return false;
+	memcpy(path, dir, a);
+	path[a] = '/';
+	memcpy(path + a + 1, name, b + 1);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text);
+}
+
+static char *read_file(const char *dir, const char *name)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(path, "re");
+	free(path);
+	if (!f)
+		return NULL;
+	size_t capacity = 4096, used = 0;
+	char *text = xmalloc(capacity);
+	size_t n;
+	while ((n = fread(text + used, 1, capacity - used - 1, f)) > 0) {
+		used += n;
+		if (used + 1 == capacity)
+			text = xrealloc(text, capacity *= 2);
+	}
+	fclose(f);
+	text[used] = '\0';
+	return text;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+static char *make_dir(char *path)
+{
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return path;
+	free(path);
+	return NULL;
+}
+
+static char *join_path(const char *mount, const char *self)
+{
+	return xasprintf("%s%s", mount, strcmp(self, "/") ? self : "");
+}
+
+/* Finds or makes the v2 dir that holds the commands' cgroups. */
+static char *prepare_v2(const struct cgroup_host *host, const char *tag)
+{
+	char *self = join_path(host->v2_mount, host->v2_self);
+	if (!strcmp(host->v2_self, "/")) {
+		char *base = make_dir(xasprintf("%s/boxd-%s", self, tag));
+		free(self);
+		return base;
+	}
+	const char *leaf = strrchr(self, '/');
+	if (leaf && !strcmp(leaf, "/daemon")) {
+		/* Restarted: we already live in the leaf; its parent is the base. */
+		self[leaf - self] = '\0';
+		return self;
+	}
+	char *daemon = make_dir(xasprintf("%s/daemon", self));
+	if (!daemon || !cgroup_move(daemon, getpid())) {
+		free(daemon);
+		free(self);
+		return NULL;
+	}
+	free(daemon);
+	return self;
+}
+
+char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_base,
+		     char **shim_dir, char **pids_base)
+{
+	*v2_base = *shim_dir = *pids_base = NULL;
+	bool v2_pids = false;
+	if (host->v2_mount)
+		*v2_base = prepare_v2(host, tag);
+	if (*v2_base) {
+		char *available = read_file(*v2_base, "cgroup.controllers");
+		const char *wanted[] = {"pids", "memory", "cpu"};
+		for (size_t i = 0; available && i < 3; i++) {
+			char change[16];
+			snprintf(change, sizeof change, "+%s", wanted[i]);
+			if (has_word(available, wanted[i]) &&
+			    write_file(*v2_base, "cgroup.subtree_control", change) &&
+			    !strcmp(wanted[i], "pids"))
+				v2_pids = true;
+		}
+		free(available);
+		*shim_dir = make_dir(xasprintf("%s/shims", *v2_base));
+	}
+	if (!v2_pids && host->pids_mount) {
+		char *self = join_path(host->pids_mount, host->pids_self);
+		*pids_base = make_dir(xasprintf("%s/boxd-%s", self, tag));
+		free(self);
+	}
+	if (!*v2_base)
+		return xstrdup("no writable cgroup v2: commands get their own process group, "
+			       "and a daemon that leaves it escapes timeouts");
+	if (!v2_pids && !*pids_base)
+		return xstrdup("no pids controller: a fork bomb is limited only by rlimits");
+	return NULL;
+}
+
+void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
+		       const char *id, uint64_t pids_max)
+{
+	*job = (struct cgroup_job){0};
+	char limit[32];
+	snprintf(limit, sizeof limit, "%" PRIu64, pids_max);
+	if (v2_base) {
+		job->v2_dir = make_dir(xasprintf("%s/%s", v2_base, id));
+		if (job->v2_dir && pids_max)
+			write_file(job->v2_dir, "pids.max", limit);
+	}
+	if (pids_base) {
+		job->pids_dir = make_dir(xasprintf("%s/%s", pids_base, id));
+		if (job->pids_dir && pids_max && !write_file(job->pids_dir, "pids.max", limit)) {
+			rmdir(job->pids_dir);
+			free(job->pids_dir);
+			job->pids_dir = NULL;
+		}
+	}
+}
+
+bool cgroup_move(const char *dir, pid_t pid)
+{
+	char text[24];
+	/* Hand-rolled itoa: this runs between fork and exec. */
+	char digits[24];
+	int n = 0;
+	unsigned long value = (unsigned long)pid;
+	do
+		digits[n++] = (char)('0' + value % 10);
+	while ((value /= 10));
+	for (int i = 0; i < n; i++)
+		text[i] = digits[n - 1 - i];
+	text[n] = '\0';
+	return write_file(dir, "cgroup.procs", text);
+}
+
+bool cgroup_job_join(const struct cgroup_job *job)
+{
+	bool ok = true;
+	if (job->v2_dir)
+		ok = write_file(job->v2_dir, "cgroup.procs", "0") && ok;
+	if (job->pids_dir)
+		ok = write_file(job->pids_dir, "cgroup.procs", "0") && ok;
+	return ok;
+}
+
+static int signal_listed(const char *dir, int signal)
+{
+	char *procs = read_file(dir, "cgroup.procs");
+	if (!procs)
+		return -1;
+	int count = 0;
+	for (char *p = procs; *p;) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (pid > 0 && kill((pid_t)pid, signal) == 0)
+			count++;
+		p = end;
+		while (*p == '\n')
+			p++;
+	}
+	free(procs);
+	return count;
+}
+
+int cgroup_job_signal(const struct cgroup_job *job, int signal)
+{
+	const char *dir = job->v2_dir ? job->v2_dir : job->pids_dir;
+	if (!dir)
+		return -1;
+	int count = signal_listed(dir, signal);
+	/* cgroup.kill also catches processes forked while we walked the list. */
+	if (signal == SIGKILL && job->v2_dir)
+		write_file(job->v2_dir, "cgroup.kill", "1");
+	return count;
+}
+
+int cgroup_job_populated(const struct cgroup_job *job)
+{
+	const char *dir = job->v2_dir ? job->v2_dir : job->pids_dir;
+	if (!dir)
+		return -1;
+	char *procs = read_file(dir, "cgroup.procs");
+	if (!procs)
+		return -1;
+	int populated = procs[0] != '\0';
+	free(procs);
+	return populated;
+}
+
+int64_t cgroup_job_cpu_ms(const struct cgroup_job *job)
+{
+	if (!job->v2_dir)
+		return -1;
+	char *stat = read_file(job->v2_dir, "cpu.stat");
+	char *at = stat ? strstr(stat, "usage_usec ") : NULL;
+	int64_t ms = at ? strtoll(at + 11, NULL, 10) / 1000 : -1;
+	free(stat);
+	return ms;
+}
+
+int64_t cgroup_job_peak_memory(const struct cgroup_job *job)
+{
+	if (!job->v2_dir)
+		return -1;
+	char *peak = read_file(job->v2_dir, "memory.peak");
+	int64_t bytes = peak && *peak ? strtoll(peak, NULL, 10) : -1;
+	free(peak);
+	return bytes;
+}
+
+void cgroup_job_remove(const struct cgroup_job *job)
+{
+	if (job->v2_dir)
+		rmdir(job->v2_dir);
+	if (job->pids_dir)
+		rmdir(job->pids_dir);
+}
+
+void cgroup_job_free(struct cgroup_job *job)
+{
+	free(job->v2_dir);
+	free(job->pids_dir);
+	*job = (struct cgroup_job){0};
+}

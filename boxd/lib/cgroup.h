@@ -1,0 +1,63 @@
+/* cgroup.h: cgroup v2 (and the v1 pids controller on hybrid hosts) for
+ * commands: each command's tree gets its own cgroup, so a timeout or a stop
+ * reaches every process it spawned, daemons included.
+ *
+ * The cgroup2 mount is found in /proc/self/mountinfo: `/sys/fs/cgroup` on a
+ * unified host, `/sys/fs/cgroup/unified` (without controllers) on a hybrid one,
+ * where the v1 pids controller still limits a fork bomb. Every function fails
+ * soft: the caller falls back to process groups and says what it could not do. */
+#ifndef BOXD_CGROUP_H
+#define BOXD_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cgroup_host {
+	char *v2_mount;  /* NULL: no cgroup2 mounted */
+	char *v2_self;   /* our cgroup v2 path, "/..." */
+	char *pids_mount; /* cgroup v1 pids hierarchy, or NULL */
+	char *pids_self;
+};
+
+/* Reads where the hierarchies are mounted and where this process sits. */
+bool cgroup_discover(struct cgroup_host *host);
+void cgroup_host_free(struct cgroup_host *host);
+
+/* Where boxd's commands go: for boxd (not the shim). When boxd sits in the
+ * root cgroup (a development machine), a dir `boxd-<tag>` under it; otherwise
+ * boxd moves itself into a `daemon` leaf of its (delegated) cgroup and
+ * commands become its siblings. Enables the pids, memory and cpu controllers
+ * for them where possible. Sets *v2_base, *shim_dir (a leaf for the shims)
+ * and *pids_base (v1 pids, when v2 has no pids controller); each may be NULL.
+ * Returns a sentence about what is missing, or NULL when all is there. */
+char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_base,
+		     char **shim_dir, char **pids_base);
+
+struct cgroup_job {
+	char *v2_dir;   /* NULL when not created */
+	char *pids_dir; /* v1 pids dir, NULL when not created */
+};
+
+/* Creates the cgroups of one command (`id`) with a pids limit (0: none). */
+void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
+		       const char *id, uint64_t pids_max);
+/* Moves the calling process into the job's cgroups. Async-signal-safe (for a
+ * child between fork and exec); false when a move failed. */
+bool cgroup_job_join(const struct cgroup_job *job);
+/* Moves `pid` into the cgroup dir `dir` (for the shim joining its leaf). */
+bool cgroup_move(const char *dir, pid_t pid);
+/* Signals every process of the job (cgroup.kill for SIGKILL where the kernel
+ * has it). Returns how many processes it found, -1 when it could not tell. */
+int cgroup_job_signal(const struct cgroup_job *job, int signal);
+/* True while any process is left in the job (-1: cannot tell). */
+int cgroup_job_populated(const struct cgroup_job *job);
+/* CPU time of the whole tree in ms, or -1. */
+int64_t cgroup_job_cpu_ms(const struct cgroup_job *job);
+/* Peak memory of the whole tree in bytes, or -1 (hybrid hosts cannot tell). */
+int64_t cgroup_job_peak_memory(const struct cgroup_job *job);
+/* Removes the (empty) cgroup dirs. */
+void cgroup_job_remove(const struct cgroup_job *job);
+void cgroup_job_free(struct cgroup_job *job);
+
+#endif

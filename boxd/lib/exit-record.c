@@ -1,0 +1,178 @@
+#include "exit-record.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fields.h"
+#include "xalloc.h"
+
+#define STATE_FILE_LIMIT (1u << 20)
+
+bool shim_meta_write(const struct shim_meta *meta, const char *path)
+{
+	struct fields_writer w = {0};
+	fields_add_string(&w, "id", meta->id);
+	fields_add_string(&w, "cmd", meta->cmd);
+	fields_add_string(&w, "cwd", meta->cwd);
+	fields_add_string(&w, "user", meta->user);
+	fields_add_string(&w, "logPath", meta->log_path);
+	fields_add_string(&w, "cgroup", meta->cgroup);
+	fields_add_string(&w, "pidsCgroup", meta->pids_cgroup);
+	fields_add_int(&w, "background", meta->background);
+	fields_add_int(&w, "startedAt", meta->started_at);
+	fields_add_int(&w, "timeoutMs", meta->timeout_ms);
+	fields_add_int(&w, "pid", meta->pid);
+	fields_add_int(&w, "shimPid", meta->shim_pid);
+	bool ok = fields_write_file(&w, path);
+	fields_writer_free(&w);
+	return ok;
+}
+
+static void set_string(char **slot, const char *value, size_t length)
+{
+	free(*slot);
+	*slot = fields_string(value, length);
+}
+
+bool shim_meta_read(struct shim_meta *meta, const char *path)
+{
+	*meta = (struct shim_meta){0};
+	size_t length;
+	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
+	if (!data)
+		return false;
+	struct fields_reader r = {data, length, 0};
+	const char *key, *v;
+	size_t n;
+	bool malformed;
+	while (fields_next(&r, &key, &v, &n, &malformed)) {
+		if (!strcmp(key, "id")) set_string(&meta->id, v, n);
+		else if (!strcmp(key, "cmd")) set_string(&meta->cmd, v, n);
+		else if (!strcmp(key, "cwd")) set_string(&meta->cwd, v, n);
+		else if (!strcmp(key, "user")) set_string(&meta->user, v, n);
+		else if (!strcmp(key, "logPath")) set_string(&meta->log_path, v, n);
+		else if (!strcmp(key, "cgroup")) set_string(&meta->cgroup, v, n);
+		else if (!strcmp(key, "pidsCgroup")) set_string(&meta->pids_cgroup, v, n);
+		else if (!strcmp(key, "background")) meta->background = fields_int(v, n, 0);
+		else if (!strcmp(key, "startedAt")) meta->started_at = fields_int(v, n, 0);
+		else if (!strcmp(key, "timeoutMs")) meta->timeout_ms = fields_int(v, n, 0);
+		else if (!strcmp(key, "pid")) meta->pid = (int)fields_int(v, n, 0);
+		else if (!strcmp(key, "shimPid")) meta->shim_pid = (int)fields_int(v, n, 0);
+	}
+	free(data);
+	if (malformed || !meta->id) {
+		shim_meta_free(meta);
+		return false;
+	}
+	return true;
+}
+
+void shim_meta_free(struct shim_meta *meta)
+{
+	free(meta->id);
+	free(meta->cmd);
+	free(meta->cwd);
+	free(meta->user);
+	free(meta->log_path);
+	free(meta->cgroup);
+	free(meta->pids_cgroup);
+	*meta = (struct shim_meta){0};
+}
+
+bool exit_record_write(const struct exit_record *record, const char *path)
+{
+	struct fields_writer w = {0};
+	fields_add_int(&w, "exitCode", record->exit_code);
+	fields_add_int(&w, "signal", record->signal);
+	fields_add_int(&w, "timedOut", record->timed_out);
+	fields_add_int(&w, "cpuMs", record->cpu_ms);
+	fields_add_int(&w, "peakMemoryBytes", record->peak_memory_bytes);
+	fields_add_int(&w, "endedAt", record->ended_at);
+	fields_add_int(&w, "durationMs", record->duration_ms);
+	fields_add_int(&w, "logBytes", record->log_bytes);
+	fields_add_int(&w, "truncated", record->truncated);
+	fields_add_string(&w, "logError", record->log_error);
+	fields_add_string(&w, "message", record->message);
+	bool ok = fields_write_file(&w, path);
+	fields_writer_free(&w);
+	return ok;
+}
+
+bool exit_record_read(struct exit_record *record, const char *path)
+{
+	*record = (struct exit_record){.cpu_ms = EXIT_RECORD_UNKNOWN,
+				       .peak_memory_bytes = EXIT_RECORD_UNKNOWN};
+	size_t length;
+	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
+	if (!data)
+		return false;
+	struct fields_reader r = {data, length, 0};
+	const char *key, *v;
+	size_t n;
+	bool malformed;
+	while (fields_next(&r, &key, &v, &n, &malformed)) {
+		if (!strcmp(key, "exitCode")) record->exit_code = (int)fields_int(v, n, -1);
+		else if (!strcmp(key, "signal")) record->signal = (int)fields_int(v, n, 0);
+		else if (!strcmp(key, "timedOut")) record->timed_out = fields_int(v, n, 0);
+		else if (!strcmp(key, "cpuMs")) record->cpu_ms = fields_int(v, n, -1);
+		else if (!strcmp(key, "peakMemoryBytes")) record->peak_memory_bytes = fields_int(v, n, -1);
+		else if (!strcmp(key, "endedAt")) record->ended_at = fields_int(v, n, 0);
+		else if (!strcmp(key, "durationMs")) record->duration_ms = fields_int(v, n, 0);
+		else if (!strcmp(key, "logBytes")) record->log_bytes = fields_int(v, n, 0);
+		else if (!strcmp(key, "truncated")) record->truncated = fields_int(v, n, 0);
+		else if (!strcmp(key, "logError")) set_string(&record->log_error, v, n);
+		else if (!strcmp(key, "message")) set_string(&record->message, v, n);
+	}
+	free(data);
+	if (malformed) {
+		exit_record_free(record);
+		return false;
+	}
+	return true;
+}
+
+void exit_record_free(struct exit_record *record)
+{
+	free(record->log_error);
+	free(record->message);
+	record->log_error = record->message = NULL;
+}
+
+static const struct {
+	int number;
+	const char *name;
+} signal_names[] = {
+	{SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+	{SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},
+	{SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+	{SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
+	{SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
+	{SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+	{SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},
+	{SIGPWR, "SIGPWR"}, {SIGSYS, "SIGSYS"},
+};
+
+const char *signal_name(int number)
+{
+	for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
+		if (signal_names[i].number == number)
+			return signal_names[i].name;
+	return number > 0 ? "SIGUNKNOWN" : NULL;
+}
+
+int signal_number(const char *name)
+{
+	if (!name || !*name)
+		return -1;
+	char *end;
+	long n = strtol(name, &end, 10);
+	if (!*end)
+		return n > 0 && n < 65 ? (int)n : -1;
+	for (size_t i = 0; i < sizeof signal_names / sizeof signal_names[0]; i++)
+		if (!strcasecmp(signal_names[i].name, name) ||
+		    !strcasecmp(signal_names[i].name + 3, name))
+			return signal_names[i].number;
+	return -1;
+}

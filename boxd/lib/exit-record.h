@@ -1,0 +1,61 @@
+/* exit-record.h: the files a shim keeps in its state dir, shared by the shim
+ * (writer) and boxd (reader, also after a restart).
+ *
+ * RUN_DIR/procs/<id>/
+ *   meta    what runs: written once the command has started
+ *   sock    the shim's control socket (shim-protocol.h)
+ *   stdout  foreground captures (head, marker, tail), masked; written at exit
+ *   stderr
+ *   exit    the exit record: written last, atomically, after the log and the
+ *           captures are complete. Its presence means "ended".
+ * All files use the fields.h format. */
+#ifndef BOXD_EXIT_RECORD_H
+#define BOXD_EXIT_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EXIT_RECORD_UNKNOWN (-1) /* cpuMs / peakMemoryBytes the kernel cannot tell */
+
+struct shim_meta {
+	char *id;
+	char *cmd;          /* masked */
+	char *cwd;
+	char *user;
+	char *log_path;
+	char *cgroup;       /* the command's cgroup v2 dir, or NULL */
+	char *pids_cgroup;  /* its cgroup v1 pids dir (hybrid hosts), or NULL */
+	bool background;
+	int64_t started_at; /* ms since the epoch */
+	int64_t timeout_ms;
+	int pid;            /* the command's shell */
+	int shim_pid;
+};
+
+struct exit_record {
+	int exit_code;          /* the shell's status; 128+N when killed by N; 124 on timeout */
+	int signal;             /* 0 when it exited normally */
+	bool timed_out;
+	int64_t cpu_ms;         /* EXIT_RECORD_UNKNOWN when the kernel cannot tell */
+	int64_t peak_memory_bytes;
+	int64_t ended_at;
+	int64_t duration_ms;
+	int64_t log_bytes;      /* bytes written to the log over the command's life */
+	bool truncated;         /* a foreground capture dropped its middle */
+	char *log_error;        /* why the log is incomplete (disk full...), or NULL */
+	char *message;          /* set when the shim did not see the end itself */
+};
+
+bool shim_meta_write(const struct shim_meta *meta, const char *path);
+bool shim_meta_read(struct shim_meta *meta, const char *path);
+void shim_meta_free(struct shim_meta *meta);
+
+bool exit_record_write(const struct exit_record *record, const char *path);
+bool exit_record_read(struct exit_record *record, const char *path);
+void exit_record_free(struct exit_record *record);
+
+/* "SIGTERM" for 15, NULL for 0; signal_number("SIGTERM" or "TERM" or "15") or -1. */
+const char *signal_name(int signal_number);
+int signal_number(const char *name);
+
+#endif

@@ -1,0 +1,192 @@
+#include "fields.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+static void reserve(struct fields_writer *writer, size_t more)
+{
+	if (writer->length + more <= writer->capacity)
+		return;
+	size_t capacity = writer->capacity ? writer->capacity : 256;
+	while (capacity < writer->length + more)
+		capacity *= 2;
+	writer->data = xrealloc(writer->data, capacity);
+	writer->capacity = capacity;
+}
+
+void fields_add(struct fields_writer *writer, const char *key, const void *value, size_t length)
+{
+	char head[128];
+	int n = snprintf(head, sizeof head, "%s %zu\n", key, length);
+	reserve(writer, (size_t)n + length + 1);
+	memcpy(writer->data + writer->length, head, (size_t)n);
+	writer->length += (size_t)n;
+	if (length)
+		memcpy(writer->data + writer->length, value, length);
+	writer->length += length;
+	writer->data[writer->length++] = '\n';
+}
+
+void fields_add_string(struct fields_writer *writer, const char *key, const char *value)
+{
+	if (value)
+		fields_add(writer, key, value, strlen(value));
+}
+
+void fields_add_int(struct fields_writer *writer, const char *key, int64_t value)
+{
+	char text[32];
+	int n = snprintf(text, sizeof text, "%" PRId64, value);
+	fields_add(writer, key, text, (size_t)n);
+}
+
+void fields_writer_free(struct fields_writer *writer)
+{
+	free(writer->data);
+	*writer = (struct fields_writer){0};
+}
+
+bool fields_write_fd(const struct fields_writer *writer, int fd)
+{
+	size_t done = 0;
+	while (done < writer->length) {
+		ssize_t n = write(fd, writer->data + done, writer->length - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+bool fields_write_file(const struct fields_writer *writer, const char *path)
+{
+	char temporary[PATH_MAX];
+	if (snprintf(temporary, sizeof temporary, "%s.tmp", path) >= (int)sizeof temporary) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	bool ok = fields_write_fd(writer, fd);
+	int saved = errno;
+	close(fd);
+	if (ok && rename(temporary, path) == 0)
+		return true;
+	saved = ok ? errno : saved;
+	unlink(temporary);
+	errno = saved;
+	return false;
+}
+
+bool fields_next(struct fields_reader *reader, const char **key, const char **value,
+		 size_t *value_length, bool *malformed)
+{
+	*malformed = false;
+	if (reader->position >= reader->length)
+		return false;
+	const char *start = reader->data + reader->position;
+	size_t left = reader->length - reader->position;
+	const char *newline = memchr(start, '\n', left);
+	const char *space = newline ? memchr(start, ' ', (size_t)(newline - start)) : NULL;
+	if (!space) {
+		*malformed = true;
+		return false;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long length = strtoull(space + 1, &end, 10);
+	size_t header = (size_t)(newline - start) + 1;
+	if (errno || end != newline || length > left - header || left - header - length < 1 ||
+	    newline[1 + length] != '\n') {
+		*malformed = true;
+		return false;
+	}
+	/* Keys are compared with strcmp, so terminate them in a scratch copy. */
+	static __thread char key_copy[64];
+	size_t key_length = (size_t)(space - start);
+	if (key_length >= sizeof key_copy) {
+		*malformed = true;
+		return false;
+	}
+	memcpy(key_copy, start, key_length);
+	key_copy[key_length] = '\0';
+	*key = key_copy;
+	*value = newline + 1;
+	*value_length = (size_t)length;
+	reader->position += header + (size_t)length + 1;
+	return true;
+}
+
+char *fields_read_fd(int fd, size_t limit, size_t *length)
+{
+	size_t capacity = 4096, used = 0;
+	char *data = xmalloc(capacity);
+	for (;;) {
+		if (used + 1 >= capacity) {
+			if (capacity > limit) {
+				free(data);
+				errno = EFBIG;
+				return NULL;
+			}
+			capacity *= 2;
+			data = xrealloc(data, capacity);
+		}
+		ssize_t n = read(fd, data + used, capacity - used - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			free(data);
+			errno = saved;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	data[used] = '\0';
+	if (length)
+		*length = used;
+	return data;
+}
+
+char *fields_read_file(const char *path, size_t limit, size_t *length)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *data = fields_read_fd(fd, limit, length);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return data;
+}
+
+char *fields_string(const char *value, size_t length)
+{
+	return xstrndup(value, length);
+}
+
+int64_t fields_int(const char *value, size_t length, int64_t fallback)
+{
+	char text[32];
+	if (length == 0 || length >= sizeof text)
+		return fallback;
+	memcpy(text, value, length);
+	text[length] = '\0';
+	char *end;
+	errno = 0;
+	long long parsed = strtoll(text, &end, 10);
+	return errno || *end ? fallback : parsed;
+}

@@ -1,0 +1,22 @@
+/* utf8.h: making command output valid UTF-8 for JSON answers.
+ *
+ * Output is bytes; the API promises text. Invalid bytes become U+FFFD and
+ * cutting a stream never splits a character. */
+#ifndef BOXD_UTF8_H
+#define BOXD_UTF8_H
+
+#include <stddef.h>
+
+/* A NUL-terminated copy of `data` where every invalid byte (and every NUL) is
+ * replaced by U+FFFD. `*out_length` (optional) gets the result's length. */
+char *utf8_sanitize(const char *data, size_t length, size_t *out_length);
+
+/* The longest prefix of `data` (at most `length` bytes) that does not end
+ * inside a multi-byte character. */
+size_t utf8_prefix_length(const char *data, size_t length);
+
+/* How many leading bytes to skip so `data` does not start inside a
+ * character (continuation bytes, at most 3). */
+size_t utf8_skip_partial(const char *data, size_t length);
+
+#endif

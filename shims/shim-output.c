@@ -1,0 +1,212 @@
+/* shim-output.c: the path every byte of output takes.
+ *
+ *   pipe -> output_read -> output_mask -> output_deliver -> log, capture, boxd
+ *
+ * output_mask is the one place masking happens, so nothing unmasked reaches
+ * the log, the captures or a socket. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mask.h"
+#include "shim-protocol.h"
+#include "shim.h"
+#include "utf8.h"
+#include "xalloc.h"
+
+static struct mask_set *secrets;
+
+static void capture_add(struct shim_capture *c, const char *data, size_t length)
+{
+	c->total += length;
+	if (!c->half)
+		return;
+	size_t to_head = c->half - c->head_length;
+	if (to_head > length)
+		to_head = length;
+	memcpy(c->head + c->head_length, data, to_head);
+	c->head_length += to_head;
+	data += to_head;
+	length -= to_head;
+	if (length >= c->half) { /* only the newest `half` bytes matter */
+		data += length - c->half;
+		length = c->half;
+	}
+	while (length) {
+		size_t end = (c->tail_start + c->tail_length) % c->half;
+		size_t room = c->half - end;
+		size_t n = length < room ? length : room;
+		memcpy(c->tail + end, data, n);
+		data += n;
+		length -= n;
+		if (c->tail_length + n > c->half) {
+			c->tail_start = (c->tail_start + c->tail_length + n - c->half) % c->half;
+			c->tail_length = c->half;
+		} else
+			c->tail_length += n;
+	}
+}
+
+struct delivery {
+	struct shim *shim;
+	struct shim_stream *stream;
+};
+
+static void output_deliver(void *context, const char *data, size_t length)
+{
+	struct delivery *d = context;
+	log_file_write(&d->shim->log, data, length);
+	capture_add(&d->stream->capture, data, length);
+	socket_broadcast(d->shim, d->stream->kind, data, length);
+}
+
+static struct delivery out_delivery, err_delivery;
+
+static void output_mask(struct shim_stream *stream, struct delivery *delivery,
+			const char *data, size_t length)
+{
+	if (stream->masker)
+		mask_stream_feed(stream->masker, data, length);
+	else
+		output_deliver(delivery, data, length);
+}
+
+static void stream_init(struct shim *shim, struct shim_stream *s, struct delivery *d)
+{
+	d->shim = shim;
+	d->stream = s;
+	s->capture.half = shim->spec.max_output_bytes / 2;
+	if (s->capture.half) {
+		s->capture.head = xmalloc(s->capture.half);
+		s->capture.tail = xmalloc(s->capture.half);
+	}
+	s->masker = mask_stream_new(secrets, output_deliver, d);
+}
+
+void output_init(struct shim *shim)
+{
+	secrets = mask_set_new((const char *const *)shim->spec.secrets, NULL,
+			       shim->spec.secret_count);
+	stream_init(shim, &shim->out, &out_delivery);
+	stream_init(shim, &shim->err, &err_delivery);
+}
+
+void output_set_secrets(struct shim *shim, const char *values, size_t length)
+{
+	const char **list = NULL;
+	size_t count = 0;
+	for (size_t at = 0; at < length;) {
+		size_t n = strnlen(values + at, length - at);
+		list = xrealloc(list, (count + 1) * sizeof *list);
+		list[count++] = xstrndup(values + at, n);
+		at += n + 1;
+	}
+	struct mask_set *set = mask_set_new(list, NULL, count);
+	for (size_t i = 0; i < count; i++) {
+		explicit_bzero((char *)list[i], strlen(list[i]));
+		free((char *)list[i]);
+	}
+	free(list);
+	mask_stream_set_values(shim->out.masker, set);
+	mask_stream_set_values(shim->err.masker, set);
+	mask_set_unref(secrets);
+	secrets = set;
+}
+
+char *output_mask_text(const char *text)
+{
+	return mask_text(secrets, text);
+}
+
+bool output_read(struct shim *shim, struct shim_stream *stream)
+{
+	/* As big as the pipe: one wakeup per pipeful. Untouched pages cost
+	 * nothing, so a quiet command keeps its shim small. */
+	static char buffer[1 << 20];
+	ssize_t n = read(stream->fd, buffer, sizeof buffer);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0) {
+		close(stream->fd);
+		stream->fd = -1;
+		return false;
+	}
+	output_mask(stream, stream == &shim->out ? &out_delivery : &err_delivery, buffer,
+		    (size_t)n);
+	return true;
+}
+
+static bool capture_truncated(const struct shim_capture *c)
+{
+	return c->total > c->head_length + c->tail_length;
+}
+
+bool output_truncated(const struct shim *shim)
+{
+	return capture_truncated(&shim->out.capture) || capture_truncated(&shim->err.capture);
+}
+
+static void write_all(int fd, const char *data, size_t length)
+{
+	while (length) {
+		ssize_t n = write(fd, data, length);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		data += n;
+		length -= (size_t)n;
+	}
+}
+
+/* Head, a marker line naming what was left out, tail; never splitting a
+ * character at either cut. */
+static void capture_save(struct shim *shim, const struct shim_capture *c, const char *name)
+{
+	char *path = xasprintf("%s/%s", shim->spec.state_dir, name);
+	char *temporary = xasprintf("%s.tmp", path);
+	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		char *tail = xmalloc(c->tail_length + 1);
+		size_t first = c->half - c->tail_start;
+		if (first > c->tail_length)
+			first = c->tail_length;
+		if (c->tail_length) {
+			memcpy(tail, c->tail + c->tail_start, first);
+			memcpy(tail + first, c->tail, c->tail_length - first);
+		}
+		if (!capture_truncated(c)) {
+			write_all(fd, c->head, c->head_length);
+			write_all(fd, tail, c->tail_length);
+		} else {
+			size_t head = utf8_prefix_length(c->head, c->head_length);
+			size_t skip = utf8_skip_partial(tail, c->tail_length);
+			uint64_t omitted = c->total - head - (c->tail_length - skip);
+			char *marker = xasprintf("\n[... %" PRIu64 " bytes omitted; the whole "
+						 "output is in %s ...]\n", omitted, shim->log.path);
+			write_all(fd, c->head, head);
+			write_all(fd, marker, strlen(marker));
+			write_all(fd, tail + skip, c->tail_length - skip);
+			free(marker);
+		}
+		free(tail);
+		close(fd);
+		rename(temporary, path);
+	}
+	free(temporary);
+	free(path);
+}
+
+void output_finish(struct shim *shim)
+{
+	mask_stream_flush(shim->out.masker);
+	mask_stream_flush(shim->err.masker);
+	if (shim->spec.max_output_bytes) {
+		capture_save(shim, &shim->out.capture, "stdout");
+		capture_save(shim, &shim->err.capture, "stderr");
+	}
+}

@@ -1,0 +1,184 @@
+/* shim-socket.c: the control socket boxd talks to (shim-protocol.h).
+ *
+ * Output goes out with MSG_DONTWAIT: a slow or stuck boxd never stalls the
+ * command. What does not fit is counted and reported as LOST; the log and
+ * the captures keep everything. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "exit-record.h"
+#include "shim-protocol.h"
+#include "shim.h"
+#include "xalloc.h"
+
+bool socket_listen(struct shim *shim, char *error, size_t error_size)
+{
+	struct sockaddr_un address = {.sun_family = AF_UNIX};
+	int n = snprintf(address.sun_path, sizeof address.sun_path, "%s/sock",
+			 shim->spec.state_dir);
+	if (n >= (int)sizeof address.sun_path) {
+		/* A long state dir: reach it through a descriptor (kept open). */
+		int dir = open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
+	}
+	unlink(address.sun_path);
+	shim->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (shim->listen_fd < 0 ||
+	    bind(shim->listen_fd, (struct sockaddr *)&address, sizeof address) != 0 ||
+	    listen(shim->listen_fd, 8) != 0) {
+		snprintf(error, error_size, "cannot listen on %s: %s", address.sun_path,
+			 strerror(errno));
+		return false;
+	}
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
+		shim->clients[i].fd = -1;
+	return true;
+}
+
+void socket_accept(struct shim *shim)
+{
+	int fd = accept4(shim->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	/* Only boxd's user may talk to a shim. */
+	struct ucred peer;
+	socklen_t size = sizeof peer;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
+	    (peer.uid != 0 && peer.uid != geteuid())) {
+		close(fd);
+		return;
+	}
+	int buffer = 1 << 20;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
+		if (shim->clients[i].fd < 0) {
+			shim->clients[i] = (struct shim_client){.fd = fd};
+			if (shim->recorded)
+				socket_send_exit(shim);
+			return;
+		}
+	close(fd);
+}
+
+static void client_drop(struct shim_client *client)
+{
+	close(client->fd);
+	client->fd = -1;
+}
+
+static void handle_stop(struct shim *shim, const char *payload, size_t length)
+{
+	char text[64];
+	if (length >= sizeof text)
+		return;
+	memcpy(text, payload, length);
+	text[length] = '\0';
+	char name[32];
+	long long grace = 5000;
+	if (sscanf(text, "%31s %lld", name, &grace) < 1)
+		return;
+	int number = signal_number(name);
+	if (number > 0)
+		shim_stop(shim, number, grace < 0 ? 0 : grace);
+}
+
+void socket_read(struct shim *shim, int index)
+{
+	struct shim_client *client = &shim->clients[index];
+	/* A secrets message may be large: learn its size first. */
+	ssize_t size = recv(client->fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	if (size < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (size <= 0 || size > (16 << 20)) {
+		client_drop(client);
+		return;
+	}
+	char *message = xmalloc((size_t)size);
+	ssize_t n = recv(client->fd, message, (size_t)size, 0);
+	if (n <= 0) {
+		free(message);
+		client_drop(client);
+		return;
+	}
+	switch (message[0]) {
+	case SHIM_MSG_SUBSCRIBE:
+		client->subscribed = true;
+		shim->held_until = 0;
+		break;
+	case SHIM_MSG_STOP:
+		handle_stop(shim, message + 1, (size_t)n - 1);
+		break;
+	case SHIM_MSG_SECRETS:
+		output_set_secrets(shim, message + 1, (size_t)n - 1);
+		break;
+	default:
+		client_drop(client); /* a peer that speaks nonsense is ended */
+	}
+	explicit_bzero(message, (size_t)n);
+	free(message);
+}
+
+static bool send_message(struct shim_client *client, char kind, const char *data, size_t length)
+{
+	char message[SHIM_MESSAGE_MAX];
+	message[0] = kind;
+	memcpy(message + 1, data, length);
+	ssize_t n = send(client->fd, message, length + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+		client_drop(client);
+	return n == (ssize_t)length + 1;
+}
+
+static void send_lost(struct shim_client *client)
+{
+	char text[32];
+	int n = snprintf(text, sizeof text, "%" PRIu64, client->lost);
+	if (send_message(client, SHIM_MSG_LOST, text, (size_t)n))
+		client->lost = 0;
+}
+
+void socket_broadcast(struct shim *shim, char kind, const char *data, size_t length)
+{
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++) {
+		struct shim_client *client = &shim->clients[i];
+		if (client->fd < 0 || !client->subscribed)
+			continue;
+		if (client->lost)
+			send_lost(client);
+		for (size_t at = 0; at < length && client->fd >= 0;) {
+			size_t n = length - at;
+			if (n > SHIM_MESSAGE_MAX - 1)
+				n = SHIM_MESSAGE_MAX - 1;
+			if (client->lost || !send_message(client, kind, data + at, n))
+				client->lost += n;
+			at += n;
+		}
+	}
+}
+
+void socket_send_exit(struct shim *shim)
+{
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++) {
+		struct shim_client *client = &shim->clients[i];
+		if (client->fd < 0)
+			continue;
+		if (client->lost)
+			send_lost(client);
+		/* The exit notice must arrive: wait briefly for room if needed. */
+		char kind = SHIM_MSG_EXIT;
+		if (send(client->fd, &kind, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EAGAIN) {
+			struct pollfd room = {.fd = client->fd, .events = POLLOUT};
+			if (poll(&room, 1, 1000) == 1)
+				send(client->fd, &kind, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
+	}
+}

@@ -1,0 +1,325 @@
+"""POST /v1/exec and GET /v1/exec/{id}: results, streaming, bad input, faults."""
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import wait_for
+from exec_helpers import (alive, box, cleanup, ok, read_fields, run, shim_states, start_bg,
+                          stream, wait_exited, wait_result)
+
+
+def test_foreground_result_and_log(box):
+    body = ok(box, "echo out; echo err >&2; exit 3")
+    assert body["exitCode"] == 3 and body["signal"] is None and body["timedOut"] is False
+    assert body["stdout"] == "out\n" and body["stderr"] == "err\n"
+    assert body["truncated"] is False and body["id"].startswith("c_")
+    assert body["cpuMs"] is not None and body["durationMs"] >= 0
+    assert "peakMemoryBytes" in body  # null on hybrid hosts, a number on unified ones
+    assert body["logPath"] == os.path.join(box.work_dir, ".sbx", "logs", body["id"] + ".log")
+    assert sorted(open(body["logPath"]).read().split()) == ["err", "out"]
+    status, again = box.call("GET", f"/v1/exec/{body['id']}")
+    assert status == 200 and again["stdout"] == "out\n" and again["exitCode"] == 3
+
+
+def test_cwd_env_stdin_and_shell(box):
+    os.makedirs(os.path.join(box.work_dir, "repo"))
+    body = ok(box, 'pwd; echo "$K"; cat; echo "$0"; shopt -q login_shell && echo login',
+              cwd="repo", env={"K": "V w"}, stdin="from stdin\n")
+    assert body["stdout"] == f"{box.work_dir}/repo\nV w\nfrom stdin\nbash\n"
+
+
+def test_signal_exit_code(box):
+    body = ok(box, "kill -SEGV $$")
+    assert body["exitCode"] == 139 and body["signal"] == "SIGSEGV"
+
+
+@pytest.mark.parametrize("fields,code", [
+    ({"cwd": "/no/such/dir"}, "cwd_not_found"),
+    ({"cwd": "missing-relative"}, "cwd_not_found"),
+    ({"user": "no-such-user-xyz"}, "bad_request"),
+    ({"user": -1}, "bad_request"),
+    ({"timeoutSec": 0}, "bad_request"),
+    ({"timeoutSec": 3601}, "bad_request"),
+    ({"timeoutSec": 1.5}, "bad_request"),
+    ({"timeoutSec": "10"}, "bad_request"),
+    ({"maxOutputBytes": 0}, "bad_request"),
+    ({"env": {"BAD NAME": "x"}}, "bad_request"),
+    ({"env": {"K": 1}}, "bad_request"),
+    ({"env": ["K=V"]}, "bad_request"),
+    ({"stdin": 5}, "bad_request"),
+    ({"background": "yes"}, "bad_request"),
+])
+def test_bad_fields(box, fields, code):
+    status, body = run(box, "true", **fields)
+    assert status == 400 and body["error"]["code"] == code, body
+    assert body["error"]["message"]
+
+
+def test_cwd_that_is_a_file(box):
+    open(os.path.join(box.work_dir, "file"), "w").close()
+    status, body = run(box, "true", cwd="file")
+    assert status == 400 and "not a directory" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("cmd", ["", "   \n\t", None, 5])
+def test_empty_or_missing_cmd(box, cmd):
+    payload = {} if cmd is None else {"cmd": cmd}
+    status, body = box.call("POST", "/v1/exec", payload)
+    assert status == 400 and "cmd" in body["error"]["message"]
+
+
+def test_malformed_json(box):
+    response = box.request("POST", "/v1/exec", "{not json")
+    assert response.status == 400
+
+
+def test_huge_env_is_refused_and_large_env_works(box):
+    status, body = run(box, "true", env={"BIG": "x" * (200 * 1024)})
+    assert status == 400 and "env is too large" in body["error"]["message"]
+    many = {f"K{i}": "y" * 1000 for i in range(1100)}
+    status, body = run(box, "true", env=many)
+    assert status == 400
+    body = ok(box, 'echo ${#BIG}', env={"BIG": "x" * (100 * 1024)})
+    assert body["stdout"] == "102400\n"
+
+
+def test_user_by_name_and_uid(box):
+    assert ok(box, "id -u; echo $HOME", user="nobody", cwd="/tmp")["stdout"] == "65534\n/nonexistent\n"
+    assert ok(box, "id -u", user=65534, cwd="/tmp")["stdout"] == "65534\n"
+    assert ok(box, "id -u", user="4242", cwd="/tmp")["stdout"] == "4242\n"
+
+
+def test_binary_output_becomes_replacement_characters(box):
+    body = ok(box, r"printf 'a\xffb\xc3\x28c\x00d\xe2\x82'; printf '\xf0\x9f\x98\x80' >&2")
+    assert body["stdout"] == "a\ufffdb\ufffd(c\ufffdd\ufffd\ufffd"
+    assert body["stderr"] == "\U0001F600"
+
+
+def test_truncation_keeps_head_and_tail_without_splitting(box):
+    body = ok(box, "printf 'é%.0s' $(seq 5000); echo; echo END", maxOutputBytes=1001)
+    assert body["truncated"] is True
+    out = body["stdout"]
+    assert out.startswith("é") and out.endswith("END\n") and "\ufffd" not in out
+    assert "bytes omitted" in out and body["logPath"] in out
+    assert len(out.encode()) < 1001 + 200
+    assert os.path.getsize(body["logPath"]) == 10000 + 5
+
+
+def test_one_gib_of_output_bounded(box):
+    body = ok(box, "head -c 1G /dev/zero; echo done >&2", timeout=300)
+    assert body["exitCode"] == 0 and body["truncated"] is True and body["stderr"] == "done\n"
+    assert len(body["stdout"]) < 300 * 1024
+    assert os.path.getsize(body["logPath"]) <= 512 * 1024 * 1024
+    with open(f"/proc/{box.proc.pid}/status") as f:
+        peak_kib = int([l for l in f if l.startswith("VmHWM")][0].split()[1])
+    assert peak_kib < 32 * 1024, f"boxd peaked at {peak_kib} KiB"
+
+
+def test_closes_stdout_but_keeps_running(box):
+    body = ok(box, "exec >&- 2>&-; sleep 1; echo late > late.txt")
+    assert body["exitCode"] == 0
+    assert open(os.path.join(box.work_dir, "late.txt")).read() == "late\n"
+
+
+def test_forks_a_daemon_and_exits(box):
+    body = ok(box, "setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $!", timeoutSec=2)
+    assert body["exitCode"] == 0
+    daemon = int(body["stdout"])
+    # The command's deadline still reaches what it left behind.
+    wait_for(lambda: not alive(daemon), timeout=20, what="the daemon to be stopped")
+
+
+def test_daemon_holding_stdout_does_not_hold_the_result(box):
+    body = ok(box, "sleep 30 & echo started", timeoutSec=3)
+    assert body["stdout"] == "started\n" and body["exitCode"] == 0
+
+
+def test_fork_bomb_is_limited(box):
+    body = ok(box, "f(){ f | f & }; f; sleep 1; echo survived", timeoutSec=4, timeout=120)
+    assert "survived" in body["stdout"]
+    states = [s for s in shim_states(box) if s["id"] == body["id"]]
+    cgroup = states[0].get("pidsCgroup") or states[0].get("cgroup")
+    if cgroup:
+        wait_for(lambda: not os.path.exists(cgroup) or
+                 not open(os.path.join(cgroup, "cgroup.procs")).read(),
+                 timeout=30, what="the fork bomb to be ended")
+
+
+def test_timeout_term_then_kill(box):
+    body = ok(box, "sleep 30", timeoutSec=1)
+    assert body["timedOut"] is True and body["exitCode"] == 124 and body["signal"] == "SIGTERM"
+    body = ok(box, "trap '' TERM; sleep 30", timeoutSec=1)
+    assert body["timedOut"] is True and body["exitCode"] == 124 and body["signal"] == "SIGKILL"
+
+
+def test_timeout_reaches_setsid_descendants(box):
+    body = ok(box, "setsid sh -c 'sleep 60' & echo $!; wait", timeoutSec=1)
+    assert body["timedOut"] is True
+    wait_for(lambda: not alive(int(body["stdout"])), timeout=15, what="setsid child to end")
+
+
+def test_pkill_cannot_match_its_own_shell(box):
+    body = ok(box, "pkill -f marker_7c1d_pattern; echo survived marker_7c1d_pattern $?")
+    assert body["stdout"] == "survived marker_7c1d_pattern 1\n"
+
+
+def test_command_cannot_signal_boxd_or_shims(box):
+    other = start_bg(box, "sleep 60")
+    other_shim = wait_for(lambda: [s for s in shim_states(box) if s["id"] == other],
+                          what="the other shim")[0]["shimPid"]
+    body = ok(box, f"kill -9 $PPID; echo $?; kill -9 {box.proc.pid}; echo $?; "
+                   f"kill -TERM {other_shim}; echo $?; kill -9 -1; echo $?; "
+                   f"kill -0 {box.proc.pid}; echo $?; sleep 5 & kill $!; echo $?")
+    assert body["stdout"] == "1\n1\n1\n1\n0\n0\n", body
+    assert "Operation not permitted" in body["stderr"]
+    assert box.proc.poll() is None and alive(int(other_shim))
+
+
+def test_streaming_events(box):
+    events = stream(box, {"cmd": "echo a; sleep 0.2; echo b >&2; exit 4"})
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "started" and kinds[-1] == "exit"
+    assert events[0]["id"].startswith("c_") and events[0]["pid"] > 0
+    out = "".join(e["data"] for e in events if e["type"] == "stdout")
+    err = "".join(e["data"] for e in events if e["type"] == "stderr")
+    assert out == "a\n" and err == "b\n"
+    assert events[-1]["exitCode"] == 4 and "stdout" not in events[-1]
+
+
+def test_streaming_alive_events(box):
+    events = stream(box, {"cmd": "sleep 21; echo end"}, timeout=60)
+    alive_events = [e for e in events if e["type"] == "alive"]
+    assert alive_events and alive_events[0]["elapsedMs"] >= 20000
+
+
+def test_client_disconnect_does_not_stop_the_command(box):
+    events = stream(box, {"cmd": "sleep 1; echo finished"}, stop_after="started")
+    result = wait_result(box, events[0]["id"])
+    assert result["exitCode"] == 0 and result["stdout"] == "finished\n"
+    # The same for a JSON call whose client gives up.
+    try:
+        box.request("POST", "/v1/exec", {"cmd": "sleep 1; echo json-done > j.txt"}, timeout=0.3)
+    except OSError:
+        pass
+    wait_for(lambda: os.path.exists(os.path.join(box.work_dir, "j.txt")), timeout=20,
+             what="the abandoned command to finish")
+
+
+def test_request_id_runs_once(box):
+    headers = {"X-Request-Id": "exec-once-1"}
+    cmd = "echo run >> count.txt; sleep 1; echo done"
+    results = []
+
+    def call():
+        response = box.request("POST", "/v1/exec", {"cmd": cmd}, headers=headers)
+        results.append((response.status, response.json()))
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for t in threads:
+        t.start()
+        time.sleep(0.1)
+    for t in threads:
+        t.join()
+    call()
+    assert len({r[1]["id"] for r in results}) == 1 and all(r[0] == 200 for r in results)
+    assert open(os.path.join(box.work_dir, "count.txt")).read() == "run\n"
+
+
+def test_lock_refuses_exec_but_not_reads(box):
+    assert box.call("PUT", "/v1/lock", {"locked": True})[0] == 200
+    status, body = run(box, "true")
+    assert status == 423 and body["error"]["code"] == "locked"
+    assert box.call("GET", "/v1/procs")[0] == 200
+    assert box.call("PUT", "/v1/lock", {"locked": False})[0] == 200
+    assert ok(box, "echo x")["stdout"] == "x\n"
+
+
+def test_steps_and_unknown_id(box):
+    ok(box, "echo step-marker", note="n")
+    steps = box.call("GET", "/v1/steps")[1]["steps"]
+    assert any(s["kind"] == "exec" and "step-marker" in s["summary"] and "exit 0" in s["summary"]
+               for s in steps)
+    status, body = box.call("GET", "/v1/exec/c_nope")
+    assert status == 404
+
+
+def test_two_hundred_concurrent_commands(box):
+    results = [None] * 200
+
+    def call(i):
+        results[i] = run(box, f"sleep 0.5; echo {i}", timeout=120)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(200)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (status, body) in enumerate(results):
+        assert status == 200 and body["stdout"] == f"{i}\n", body
+
+
+def test_sigkill_of_boxd_with_jobs_running(box):
+    ids = [start_bg(box, f"sleep 2; echo done-{i}") for i in range(10)]
+    started = []
+    thread = threading.Thread(target=lambda: started.extend(
+        stream(box, {"cmd": "sleep 2; echo fg-done"}, timeout=30)))
+    thread.start()
+    wait_for(lambda: started, what="the foreground command to start")
+    box.kill(signal.SIGKILL)
+    thread.join()
+    box.start()
+    procs = box.call("GET", "/v1/procs")[1]["procs"]
+    assert sorted(p["bgId"] for p in procs) == sorted(ids)
+    for i, bg_id in enumerate(ids):
+        p = wait_exited(box, bg_id)
+        assert p["exitCode"] == 0
+        assert open(p["logPath"]).read() == f"done-{i}\n"
+    result = wait_result(box, started[0]["id"])
+    assert result["exitCode"] == 0 and result["stdout"] == "fg-done\n"
+
+
+def test_disk_full_under_the_work_dir(boxd_factory, tmp_path):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        box = boxd_factory("--work-dir", str(mount / "work"))
+        try:
+            body = ok(box, "head -c 3M /dev/zero | tr '\\0' x; echo; echo tail-line")
+            assert body["exitCode"] == 0 and body["stdout"].endswith("tail-line\n")
+            assert "No space left on device" in body["logError"]
+            assert body["logPath"] in body["logError"]
+        finally:
+            box.stop()
+            cleanup(box)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_secrets_reach_the_command_and_are_masked_everywhere(box):
+    secret = "s3cret-value-for-exec-42"
+    assert box.call("PUT", "/v1/secrets", {"secrets": {"API_TOKEN": secret}})[0] == 200
+    body = ok(box, f'echo "$API_TOKEN"; echo "$API_TOKEN" | base64 >&2; echo {secret}')
+    assert secret not in json.dumps(body) and body["stdout"] == "****\n****\n"
+    assert "****" in body["stderr"]
+    assert secret not in open(body["logPath"]).read()
+    events = stream(box, {"cmd": 'printf %s "$API_TOKEN"'})
+    assert "".join(e.get("data", "") for e in events) == "****"
+    bg_id = start_bg(box, f"echo {secret}")
+    p = wait_exited(box, bg_id)
+    assert secret not in json.dumps(p) and secret not in json.dumps(box.call("GET", "/v1/steps")[1])
+    assert box.request("GET", f"/v1/procs/{bg_id}/log").body == b"****\n"
+
+
+def test_secret_added_while_a_command_runs_is_masked(box):
+    bg_id = start_bg(box, "sleep 1; echo late-secret-value-9876")
+    assert box.call("PUT", "/v1/secrets", {"secrets": {"LATE": "late-secret-value-9876"}})[0] == 200
+    wait_exited(box, bg_id)
+    assert box.request("GET", f"/v1/procs/{bg_id}/log").body == b"****\n"

@@ -1,0 +1,131 @@
+/* Unit tests for the formats shared by boxd and boxd-shim: fields, the
+ * spec, the exit record, UTF-8 cleaning, signal names. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "exit-record.h"
+#include "fields.h"
+#include "shim-spec.h"
+#include "utf8.h"
+
+static int failures;
+
+#define CHECK(condition)                                                              \
+	do {                                                                          \
+		if (!(condition)) {                                                   \
+			fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #condition); \
+			failures++;                                                   \
+		}                                                                     \
+	} while (0)
+
+static void test_utf8(void)
+{
+	size_t n;
+	char *s = utf8_sanitize("a\xff" "b\xc3\x28" "\xe2\x82\xac\x00z", 10, &n);
+	CHECK(!strcmp(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd(\xe2\x82\xac\xef\xbf\xbdz"));
+	free(s);
+	/* Overlong, surrogate and beyond U+10FFFF forms are invalid. */
+	s = utf8_sanitize("\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 9, NULL);
+	CHECK(!strstr(s, "\xc0") && !strstr(s, "\xed\xa0") && !strstr(s, "\xf4\x90"));
+	free(s);
+	CHECK(utf8_prefix_length("ab\xe2\x82", 4) == 2);
+	CHECK(utf8_prefix_length("ab\xe2\x82\xac", 5) == 5);
+	CHECK(utf8_prefix_length("ab\xf0\x9f\x98", 5) == 2);
+	CHECK(utf8_prefix_length("abc", 3) == 3);
+	CHECK(utf8_prefix_length("", 0) == 0);
+	CHECK(utf8_skip_partial("\x82\xac" "z", 3) == 2);
+	CHECK(utf8_skip_partial("z", 1) == 0);
+}
+
+static void test_fields(void)
+{
+	struct fields_writer w = {0};
+	fields_add(&w, "bin", "a\nb\0c", 5);
+	fields_add_int(&w, "n", -42);
+	fields_add_string(&w, "empty", "");
+	struct fields_reader r = {w.data, w.length, 0};
+	const char *key, *value;
+	size_t length;
+	bool malformed;
+	CHECK(fields_next(&r, &key, &value, &length, &malformed) && !strcmp(key, "bin") &&
+	      length == 5 && !memcmp(value, "a\nb\0c", 5));
+	CHECK(fields_next(&r, &key, &value, &length, &malformed) && fields_int(value, length, 0) == -42);
+	CHECK(fields_next(&r, &key, &value, &length, &malformed) && length == 0);
+	CHECK(!fields_next(&r, &key, &value, &length, &malformed) && !malformed);
+	/* A length past the end is malformed, never a read past the buffer. */
+	struct fields_reader bad = {"k 99\nabc\n", 9, 0};
+	CHECK(!fields_next(&bad, &key, &value, &length, &malformed) && malformed);
+	struct fields_reader no_space = {"k\n", 2, 0};
+	CHECK(!fields_next(&no_space, &key, &value, &length, &malformed) && malformed);
+	fields_writer_free(&w);
+}
+
+static void test_spec_round_trip(void)
+{
+	char *env[] = {"A=1", "B=two words"};
+	char *secrets[] = {"hunter2hunter2"};
+	gid_t groups[] = {4, 27};
+	struct shim_spec spec = {
+		.id = "c_1", .cmd = "echo 'x'\nexit 3", .cwd = "/work", .user = "root",
+		.uid = 1000, .gid = 1000, .groups = groups, .group_count = 2,
+		.env = env, .env_count = 2, .secrets = secrets, .secret_count = 1,
+		.stdin_data = "in\0put", .stdin_length = 6, .timeout_ms = 600000,
+		.max_output_bytes = 262144, .state_dir = "/run/boxd/procs/c_1",
+		.log_path = "/work/.sbx/logs/c_1.log", .log_cap_bytes = 1 << 29,
+		.hold_output = true,
+	};
+	int fd = memfd_create("spec", 0);
+	CHECK(shim_spec_write(&spec, fd));
+	lseek(fd, 0, SEEK_SET);
+	struct shim_spec back;
+	char error[256];
+	CHECK(shim_spec_read(&back, fd, error, sizeof error));
+	CHECK(!strcmp(back.cmd, spec.cmd) && back.uid == 1000 && back.group_count == 2 &&
+	      back.groups[1] == 27 && back.env_count == 2 && !strcmp(back.env[1], "B=two words") &&
+	      back.stdin_length == 6 && !memcmp(back.stdin_data, "in\0put", 6) &&
+	      back.hold_output && back.max_output_bytes == 262144 && !back.cgroup_base);
+	shim_spec_free(&back);
+	/* Incomplete specs are refused with a sentence. */
+	ftruncate(fd, 0);
+	lseek(fd, 0, SEEK_SET);
+	write(fd, "id 3\nc_1\n", 9);
+	lseek(fd, 0, SEEK_SET);
+	CHECK(!shim_spec_read(&back, fd, error, sizeof error) && strstr(error, "malformed"));
+	close(fd);
+}
+
+static void test_exit_record(void)
+{
+	char path[] = "/tmp/test-exit-XXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	struct exit_record record = {.exit_code = 124, .signal = SIGTERM, .timed_out = true,
+				     .cpu_ms = 12, .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
+				     .ended_at = 1700000000000, .log_error = "disk full"};
+	CHECK(exit_record_write(&record, path));
+	struct exit_record back;
+	CHECK(exit_record_read(&back, path));
+	CHECK(back.exit_code == 124 && back.signal == SIGTERM && back.timed_out &&
+	      back.cpu_ms == 12 && back.peak_memory_bytes == EXIT_RECORD_UNKNOWN &&
+	      !strcmp(back.log_error, "disk full") && !back.message);
+	exit_record_free(&back);
+	unlink(path);
+	CHECK(!strcmp(signal_name(SIGKILL), "SIGKILL") && !signal_name(0));
+	CHECK(signal_number("SIGTERM") == SIGTERM && signal_number("term") == SIGTERM &&
+	      signal_number("9") == 9 && signal_number("NOPE") == -1 && signal_number("99") == -1);
+}
+
+int main(void)
+{
+	test_utf8();
+	test_fields();
+	test_spec_round_trip();
+	test_exit_record();
+	if (failures)
+		fprintf(stderr, "%d checks failed\n", failures);
+	return failures != 0;
+}
