@@ -40,7 +40,8 @@ struct record {
 	uint8_t *previous;       /* the last grab, to spot an unchanged screen */
 	size_t previous_size;
 	int64_t start_us;        /* monotonic time of slot 0 */
-	int64_t last_slot;
+	int64_t last_slot;       /* the last slot grabbed */
+	int64_t last_coded_slot; /* the last slot handed to the encoder */
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -147,13 +148,41 @@ static bool record_write_packets(struct record *record, char *error, size_t erro
 	}
 }
 
-/* Converts (unless the screen is unchanged) and encodes one grab at `slot`. */
+/* Hands the current picture to the encoder as the frame shown from `slot`. */
+static bool record_code_frame(struct record *record, int64_t slot, char *error, size_t error_size)
+{
+	record->frame->pts = slot;
+	int status = avcodec_send_frame(record->codec, record->frame);
+	if (status < 0) {
+		record_fail(error, error_size, "the H.264 encoder refused a frame", status);
+		return false;
+	}
+	if (!record_write_packets(record, error, error_size))
+		return false;
+	record->last_coded_slot = slot;
+	pthread_mutex_lock(&record->lock);
+	record->stats.frames++;
+	record->stats.bytes = avio_tell(record->output->pb);
+	pthread_mutex_unlock(&record->lock);
+	return true;
+}
+
+/* Encodes one grab at `slot`, unless the screen is unchanged: then the
+ * previous frame simply lasts longer (timestamps are the wall clock's), and
+ * only once a second is it coded again, so that fragments keep flowing and a
+ * cut file still reaches its last second. */
 static bool record_encode(struct record *record, const struct screen_image *image, int64_t slot,
 			  char *error, size_t error_size)
 {
 	size_t size = (size_t)image->stride * (size_t)image->height;
 	bool unchanged = record->previous && record->previous_size == size &&
 			 memcmp(record->previous, image->pixels, size) == 0;
+	record->last_slot = slot;
+	pthread_mutex_lock(&record->lock);
+	record->stats.duration_ms = (slot + 1) * 1000 / record->fps;
+	pthread_mutex_unlock(&record->lock);
+	if (unchanged && slot - record->last_coded_slot < record->fps)
+		return true;
 	if (!unchanged) {
 		if (record->previous_size != size) {
 			free(record->previous);
@@ -169,21 +198,7 @@ static bool record_encode(struct record *record, const struct screen_image *imag
 		sws_scale(record->scaler, source, source_stride, 0, record->frame->height,
 			  record->frame->data, record->frame->linesize);
 	}
-	record->frame->pts = slot;
-	int status = avcodec_send_frame(record->codec, record->frame);
-	if (status < 0) {
-		record_fail(error, error_size, "the H.264 encoder refused a frame", status);
-		return false;
-	}
-	if (!record_write_packets(record, error, error_size))
-		return false;
-	record->last_slot = slot;
-	pthread_mutex_lock(&record->lock);
-	record->stats.frames++;
-	record->stats.duration_ms = (slot + 1) * 1000 / record->fps;
-	record->stats.bytes = avio_tell(record->output->pb);
-	pthread_mutex_unlock(&record->lock);
-	return true;
+	return record_code_frame(record, slot, error, error_size);
 }
 
 static bool record_grab_and_encode(struct record *record, int64_t slot, char *error,
@@ -364,6 +379,9 @@ void record_finish(struct record *record, struct record_stats *stats)
 	if (record->thread_started)
 		pthread_join(record->thread, NULL);
 	char error[256] = "";
+	/* The last picture lasts until the last slot grabbed. */
+	if (record->last_slot > record->last_coded_slot)
+		record_code_frame(record, record->last_slot, error, sizeof error);
 	/* Drain what the encoder holds, then close the last fragment. */
 	if (avcodec_send_frame(record->codec, NULL) >= 0)
 		record_write_packets(record, error, sizeof error);

@@ -3,9 +3,9 @@
  * The recording thread grabs the screen through the worker's one X
  * connection (its own grabber), at a constant wall-clock rate: frame N is
  * shown at N/fps seconds. A late grab moves to the slot it falls in and the
- * skipped slots count as dropped. An unchanged screen is not converted
- * again, and x264 codes the repeat as skipped blocks, so a still screen costs
- * little. Fragments are cut every second, so a file whose writer is killed
+ * skipped slots count as dropped. An unchanged screen is compared, not
+ * encoded: the previous frame lasts longer (coded again once a second), so
+ * a still screen costs little. Fragments are cut every second, so a file whose writer is killed
  * still plays up to its last second. */
 #ifndef BOXD_RECORD_H
 #define BOXD_RECORD_H
@@ -26,7 +26,7 @@ struct record_stats {
 	int64_t started_at;   /* ms since the epoch */
 	int64_t bytes;        /* of the file so far */
 	int64_t duration_ms;
-	int64_t frames;       /* in the file */
+	int64_t frames;       /* coded in the file (a still screen: one a second) */
 	int64_t dropped;      /* slots missed because a grab came late */
 	const char *ended_by; /* "stop", "maxSec", "error"; NULL while running */
 	char error[256];      /* why it ended, when ended_by is "error" */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <libavutil/log.h>
 
 #include "clock.h"
 #include "input.h"
@@ -355,6 +356,8 @@ int main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* FFmpeg's notices (deprecated pixel formats and such) are noise here. */
+	av_log_set_level(AV_LOG_ERROR);
 	worker.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	worker.encoder = screen_encoder_new();
 	char error[256];
