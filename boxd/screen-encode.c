@@ -139,6 +139,8 @@ bool screen_encode(struct screen_encoder *encoder, const struct screen_image *im
 	sws_scale(encoder->scaler, source, source_stride, 0, image->height, frame->data,
 		  frame->linesize);
 	frame->pts++;
+	/* With a fixed quantiser, libavcodec's MJPEG takes it from the frame. */
+	frame->quality = encoder->codec->global_quality;
 	int status = avcodec_send_frame(encoder->codec, frame);
 	if (status >= 0)
 		status = avcodec_receive_packet(encoder->codec, encoder->packet);

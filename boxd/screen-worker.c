@@ -10,6 +10,7 @@
  * When a connected server goes away the worker exits with
  * SCREEN_EXIT_X_LOST and boxd starts a new one. It exits 0 when boxd closes
  * its end (boxd stopped or died), finishing a recording first. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -228,7 +229,7 @@ bool worker_number(const cJSON *request, const char *name, double fallback, doub
 		*value = item->valuedouble;
 		return true;
 	}
-	if (!cJSON_IsString(item) || !item->valuestring[0])
+	if (!cJSON_IsString(item) || !item->valuestring[0] || isspace((unsigned char)item->valuestring[0]))
 		return false;
 	char *end;
 	errno = 0;
@@ -237,8 +238,12 @@ bool worker_number(const cJSON *request, const char *name, double fallback, doub
 }
 
 bool worker_integer(const cJSON *request, const char *name, long fallback, long minimum,
-			   long maximum, long *value)
+		    long maximum, long *value)
 {
+	/* As text, an integer is plain decimal digits: no "1e3", "0x10" or " 5". */
+	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, name));
+	if (text && text[strspn(text, "-0123456789")] != '\0')
+		return false;
 	double number;
 	if (!worker_number(request, name, (double)fallback, &number) || number != (double)(long)number ||
 	    number < minimum || number > maximum)

@@ -2,7 +2,9 @@
  * the screen with a page-like picture (bands of colour, lines of text, two
  * marker squares at known places: pure green at 100,100 and pure blue at
  * 300,100, each 100x100), prints "ready" once drawn, and with --animate FPS
- * moves a red 40x40 square along a row so every frame differs. */
+ * moves a red 40x40 square along a row so every frame differs. With
+ * --events it prints each button press ("button N X Y") and key press
+ * ("key KEYSYM-HEX STATE-HEX") on stdout, for the input tests. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,7 @@ static void pattern_draw(Display *display, Window window, GC gc, int width, int 
 int main(int argc, char **argv)
 {
 	int fps = argc > 2 && strcmp(argv[1], "--animate") == 0 ? atoi(argv[2]) : 0;
+	int events = argc > 1 && strcmp(argv[1], "--events") == 0;
 	Display *display = XOpenDisplay(NULL);
 	if (!display) {
 		fprintf(stderr, "screen-pattern: cannot open the display\n");
@@ -59,7 +62,7 @@ int main(int argc, char **argv)
 	Window window = XCreateWindow(display, RootWindow(display, screen), 0, 0, (unsigned)width,
 				      (unsigned)height, 0, CopyFromParent, InputOutput, CopyFromParent,
 				      CWOverrideRedirect, &attributes);
-	XSelectInput(display, window, ExposureMask);
+	XSelectInput(display, window, ExposureMask | (events ? ButtonPressMask | KeyPressMask : 0));
 	XMapWindow(display, window);
 	GC gc = XCreateGC(display, window, 0, NULL);
 	XEvent event;
@@ -82,6 +85,16 @@ int main(int argc, char **argv)
 		struct timespec pause = { 0, 1000000000L / fps };
 		nanosleep(&pause, NULL);
 	}
-	for (;;)
+	for (;;) {
 		XNextEvent(display, &event);
+		if (event.type == ButtonPress) {
+			printf("button %u %d %d\n", event.xbutton.button, event.xbutton.x, event.xbutton.y);
+		} else if (event.type == KeyPress) {
+			char text[16];
+			KeySym keysym = NoSymbol;
+			XLookupString(&event.xkey, text, sizeof text, &keysym, NULL);
+			printf("key %lx %x\n", keysym, event.xkey.state);
+		}
+		fflush(stdout);
+	}
 }

@@ -141,3 +141,136 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         return self.proc.returncode
+
+
+BUILD_DIR = os.environ.get("BOXD_BUILD_DIR") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
+BOXD_BIN = os.path.join(BUILD_DIR, "boxd", "boxd")
+BOXCTL_BIN = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
+WORKER_BIN = os.path.join(BUILD_DIR, "boxd", "boxd-screen")
+PATTERN_BIN = os.path.join(BUILD_DIR, "tests", "screen-pattern")
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class Boxd:
+    """A real boxd on temporary dirs and socket, showing display `display`."""
+
+    def __init__(self, tmp_path, display):
+        import http.client  # noqa: F401  (checked early)
+        self.work_dir = str(tmp_path / "work")
+        self.run_dir = str(tmp_path / "run")
+        self.socket = str(tmp_path / "boxd.sock")
+        self.display = display
+        self.log_path = str(tmp_path / "boxd.log")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.log_file = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [BOXD_BIN, "--work-dir", self.work_dir, "--run-dir", self.run_dir, "--socket", self.socket,
+             "--vsock-port", "off", "--display", self.display], stderr=self.log_file)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.request("GET", "/v1/health").status == 200:
+                    return
+            except OSError:
+                pass
+            assert self.proc.poll() is None, self.log()
+            time.sleep(0.02)
+        raise RuntimeError("boxd did not come up")
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        import http.client
+
+        class Connection(http.client.HTTPConnection):
+            def connect(conn):
+                conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                conn.sock.settimeout(timeout)
+                conn.sock.connect(self.socket)
+
+        connection = Connection("boxd", timeout=timeout)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        connection.request(method, path, body=body, headers=headers or {})
+        answer = connection.getresponse()
+        result = Response(answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read())
+        connection.close()
+        return result
+
+    def call(self, method, path, obj=None):
+        answer = self.request(method, path, obj if obj is not None else None)
+        return answer.status, answer.json()
+
+    def worker_pid(self):
+        """The screen worker, boxd's child named boxd-screen (None if not running)."""
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{pid}/comm") as f:
+                    name = f.read().strip()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid and name == "boxd-screen" and fields[0] != "Z":
+                return int(pid)
+        return None
+
+    def kill(self, sig):
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=10)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_file.close()
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+
+def decode_rgb(image_bytes):
+    """(width, height, rgb bytes) of a PNG or JPEG, decoded by ffmpeg."""
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "json", "-"],
+                           input=image_bytes, capture_output=True, check=True)
+    stream = json.loads(probe.stdout)["streams"][0]
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", "-", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                         input=image_bytes, capture_output=True, check=True).stdout
+    return stream["width"], stream["height"], raw
+
+
+def pixel(decoded, x, y):
+    width, _, raw = decoded
+    at = (y * width + x) * 3
+    return tuple(raw[at:at + 3])
+
+
+def probe_video(path):
+    out = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                          "stream=codec_name,width,height,pix_fmt,nb_read_frames:format=duration",
+                          "-of", "json", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    data = json.loads(out.stdout)
+    if not data.get("streams"):
+        return None
+    stream = data["streams"][0]
+    stream["duration"] = float(data.get("format", {}).get("duration", 0) or 0)
+    stream["nb_read_frames"] = int(stream.get("nb_read_frames", 0) or 0)
+    return stream
