@@ -136,6 +136,8 @@ static bool record_write_packets(struct record *record, char *error, size_t erro
 			record_fail(error, error_size, "the H.264 encoder failed", status);
 			return false;
 		}
+		/* A frame lasts until the next one; the last one, a slot. */
+		record->packet->duration = 1;
 		av_packet_rescale_ts(record->packet, record->codec->time_base,
 				     record->output->streams[0]->time_base);
 		record->packet->stream_index = 0;

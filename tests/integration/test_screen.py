@@ -261,3 +261,213 @@ def test_lock_refuses_input_and_record_but_not_shots(box, display):
     assert box.request("GET", "/v1/screen/shot?scale=0.1").status == 200
     assert box.call("PUT", "/v1/lock", {"locked": False})[0] == 200
     assert box.call("POST", "/v1/screen/input", {"actions": [{"type": "click"}]})[0] == 200
+
+
+# ---- recording ----
+
+def record_start(box, **body):
+    status, answer = box.call("POST", "/v1/screen/record/start", body)
+    assert status == 200, answer
+    assert answer["recordingId"].startswith("r_")
+    assert answer["path"].startswith(os.path.join(box.work_dir, ".sbx", "recordings") + "/")
+    assert os.path.getsize(answer["path"]) > 0  # the first frame is in before the answer
+    return answer
+
+
+def test_recording_of_a_moving_picture(box, display):
+    mover = start_client(display, "--animate", "30")
+    try:
+        started = record_start(box, fps=30)
+        status, answer = box.call("POST", "/v1/screen/record/start", {})
+        assert status == 409 and answer["error"]["code"] == "conflict"
+        status, health = box.call("GET", "/v1/health")
+        assert health["recording"] is True
+        status, progress = box.call("GET", "/v1/screen/record")
+        assert progress["recording"] is True and progress["recordingId"] == started["recordingId"]
+        time.sleep(3)
+        status, stopped = box.call("POST", "/v1/screen/record/stop")
+        assert status == 200, stopped
+        assert stopped["path"] == started["path"]
+        assert stopped["bytes"] == os.path.getsize(stopped["path"])
+        assert 2900 <= stopped["durationMs"] <= 6000
+        video = probe_video(stopped["path"])
+        assert video["codec_name"] == "h264" and video["pix_fmt"] == "yuv420p"
+        assert (video["width"], video["height"]) == (1280, 800)
+        # The picture changes (almost) every slot, so (almost) every slot is a
+        # coded frame; a slot whose grab saw no change is held, not coded.
+        assert video["nb_read_frames"] == stopped["frames"]
+        slots = round(stopped["durationMs"] * 30 / 1000)
+        assert slots / 2 <= stopped["frames"] + stopped["droppedFrames"] <= slots
+        assert abs(video["duration"] - stopped["durationMs"] / 1000) < 0.2
+        assert box.call("GET", "/v1/health")[1]["recording"] is False
+        assert box.call("GET", "/v1/screen/record")[1] == {"recording": False}
+        status, answer = box.call("POST", "/v1/screen/record/stop")
+        assert status == 409
+    finally:
+        mover.kill()
+
+
+def test_recording_of_a_still_screen_is_cheap_and_keeps_time(box, pattern):
+    record_start(box, fps=30)
+    time.sleep(2.5)
+    status, stopped = box.call("POST", "/v1/screen/record/stop")
+    video = probe_video(stopped["path"])
+    assert video["codec_name"] == "h264"
+    # Unchanged frames are not coded again, but the file lasts the whole time.
+    assert stopped["frames"] <= 5
+    assert abs(video["duration"] - stopped["durationMs"] / 1000) < 0.2
+    assert stopped["durationMs"] >= 2400
+
+
+def test_recording_ends_at_max_sec(box, pattern):
+    record_start(box, fps=10, maxSec=1)
+    wait_for(lambda: box.call("GET", "/v1/health")[1]["recording"] is False, what="maxSec")
+    status, stopped = box.call("POST", "/v1/screen/record/stop")
+    assert status == 200 and stopped["endedBy"] == "maxSec"
+    assert 900 <= stopped["durationMs"] <= 1100
+    assert probe_video(stopped["path"])["codec_name"] == "h264"
+    # A new one may start.
+    record_start(box, fps=5)
+    assert box.call("POST", "/v1/screen/record/stop")[0] == 200
+
+
+@pytest.mark.parametrize("body", [
+    {"fps": 0}, {"fps": 61}, {"fps": "abc"}, {"fps": 2.5}, {"maxSec": 0}, {"maxSec": -1},
+    {"maxSec": 10 ** 9},
+])
+def test_record_start_refuses_bad_settings(box, display, body):
+    status, answer = box.call("POST", "/v1/screen/record/start", body)
+    assert status == 400 and answer["error"]["code"] == "bad_request", answer
+    assert box.call("GET", "/v1/health")[1]["recording"] is False
+    assert os.listdir(os.path.join(box.work_dir, ".sbx", "recordings")) == []
+
+
+def kill_mid_recording(box, display, victim):
+    mover = start_client(display, "--animate", "30")
+    try:
+        started = record_start(box, fps=30)
+        time.sleep(3.5)
+        if victim == "boxd":
+            box.kill(signal.SIGKILL)
+        else:
+            worker = box.worker_pid()
+            os.kill(worker, signal.SIGKILL)
+            wait_for(lambda: box.worker_pid() is None, what="the worker to die")
+    finally:
+        mover.kill()
+    return started["path"]
+
+
+def test_recording_survives_kill_9_of_boxd(box, display):
+    path = kill_mid_recording(box, display, "boxd")
+    # The worker sees boxd's end close and finishes the file itself.
+    video = wait_for(lambda: probe_video(path), what="a playable file")
+    assert video["codec_name"] == "h264"
+    assert video["duration"] >= 2.5 and video["nb_read_frames"] >= 75
+
+
+def test_recording_survives_kill_9_of_the_writer(box, display):
+    path = kill_mid_recording(box, display, "worker")
+    video = probe_video(path)
+    assert video is not None and video["codec_name"] == "h264"
+    # Fragments are cut every second: at most the last second is lost.
+    assert video["duration"] >= 2.3 and video["nb_read_frames"] >= 69
+    # boxd noticed; the next stop reports the cut recording, and the screen works on.
+    assert box.call("GET", "/v1/health")[1]["recording"] is False
+    status, stopped = box.call("POST", "/v1/screen/record/stop")
+    assert status == 200 and stopped["path"] == path
+    assert shot(box, "?scale=0.1").status == 200
+
+
+# ---- the X server going away ----
+
+def test_x_server_killed_and_restarted(box, display):
+    assert shot(box, "?scale=0.1").status == 200
+    display.kill()
+    answer = wait_for(lambda: (lambda a: a if a.status != 200 else None)(
+        box.request("GET", "/v1/screen/shot?scale=0.1")), what="an error while X is down")
+    assert answer.status == 503 and answer.json()["error"]["code"] == "display_unavailable"
+    answer = box.request("GET", "/v1/screen/shot?scale=0.1")
+    assert answer.status == 503 and answer.json()["error"]["code"] == "display_unavailable"
+    status, answer = box.call("POST", "/v1/screen/input", {"actions": [{"type": "click"}]})
+    assert status == 503 and answer["error"]["code"] == "display_unavailable"
+    assert box.proc.poll() is None
+    display.start()
+    display.run(["xsetroot", "-solid", "#00ff00"])
+    answer = wait_for(lambda: (lambda a: a if a.status == 200 else None)(
+        box.request("GET", "/v1/screen/shot?cursor=0")), what="shots to work again")
+    assert pixel(decode_rgb(answer.body), 10, 10) == (0, 255, 0)
+    assert box.proc.poll() is None
+
+
+def test_recording_cut_by_the_x_server_going_away(box, display):
+    started = record_start(box, fps=10)
+    time.sleep(1.5)
+    display.kill()
+    wait_for(lambda: box.call("GET", "/v1/health")[1]["recording"] is False, what="the recording to end")
+    status, stopped = box.call("POST", "/v1/screen/record/stop")
+    assert status == 200 and stopped["path"] == started["path"]
+    assert probe_video(started["path"])["codec_name"] == "h264"
+
+
+# ---- the worker on its own (its socketpair protocol) ----
+
+def test_worker_protocol_directly(display):
+    worker = Worker(WORKER_BIN, display.display)
+    try:
+        assert worker.wait_event("display")["up"] is True
+        answer, payload = worker.call("shot", scale=0.25)
+        assert answer["ok"] and answer["width"] == 320 and payload[:4] == b"\x89PNG"
+        answer, _ = worker.call("nonsense")
+        assert answer["error"]["code"] == "bad_request"
+        answer, _ = worker.call("status")
+        assert answer["up"] is True and answer["shm"] is True
+    finally:
+        assert worker.close() == 0
+
+
+def test_worker_waits_for_a_display_that_is_not_there_yet(tmp_path):
+    from screen_helpers import free_display
+    number = free_display(400 + os.getpid() % 100)
+    worker = Worker(WORKER_BIN, f":{number}")
+    server = None
+    try:
+        assert worker.wait_event("display")["up"] is False
+        answer, _ = worker.call("shot")
+        assert answer["error"]["code"] == "display_unavailable"
+        server = Xvfb(number=number)
+        # inotify on /tmp/.X11-unix: the worker connects by itself.
+        assert worker.wait_event("display", up=True)["width"] == 1280
+    finally:
+        worker.close()
+        if server:
+            server.kill()
+
+
+# ---- boxctl ----
+
+def boxctl(box, *args):
+    return subprocess.run([BOXCTL_BIN, "--socket", box.socket, *args], capture_output=True, timeout=60)
+
+
+def test_boxctl_shot_input_record(box, display, tmp_path):
+    display.run(["xsetroot", "-solid", "#ff0000"])
+    out = tmp_path / "s.png"
+    result = boxctl(box, "shot", "-o", str(out), "--scale", "0.5")
+    assert result.returncode == 0, result.stderr
+    assert decode_rgb(out.read_bytes())[:2] == (640, 400)
+    result = boxctl(box, "shot", "-o", "-", "--jpeg")
+    assert result.returncode == 0 and result.stdout[:2] == b"\xff\xd8"
+    result = boxctl(box, "input", "move", "10", "20", "click", "scroll", "-1", "key", "ctrl+l",
+                    "type", "hello", "drag", "1", "2", "30", "40", "move", "33", "44")
+    assert result.returncode == 0, result.stderr
+    assert b"done: 7" in result.stdout
+    assert display.pointer() == (33, 44)
+    assert boxctl(box, "input", "jump").returncode == 2
+    assert boxctl(box, "input", "move", "1").returncode == 2
+    result = boxctl(box, "record", "start", "--fps", "5")
+    assert result.returncode == 0 and b"recording r_" in result.stdout
+    assert boxctl(box, "record", "start").returncode == 1
+    result = boxctl(box, "record", "stop")
+    assert result.returncode == 0 and b".mp4" in result.stdout
+    assert boxctl(box, "record", "stop").returncode == 1
