@@ -151,98 +151,63 @@ WORKER_BIN = os.path.join(BUILD_DIR, "boxd", "boxd-screen")
 PATTERN_BIN = os.path.join(BUILD_DIR, "tests", "screen-pattern")
 
 
-class Response:
-    def __init__(self, status, headers, body):
-        self.status, self.headers, self.body = status, headers, body
+class Display:
+    """What the screen tests need of an X server: the foundation's `xvfb`
+    fixture (or Xvfb here) plus running clients on it and reading it back."""
 
-    def json(self):
-        return json.loads(self.body)
+    def __init__(self, server):
+        self.server = server
+        self.display = server.display
 
+    @property
+    def proc(self):
+        return self.server.proc
 
-class Boxd:
-    """A real boxd on temporary dirs and socket, showing display `display`."""
+    def env(self):
+        return dict(os.environ, DISPLAY=self.display)
 
-    def __init__(self, tmp_path, display):
-        import http.client  # noqa: F401  (checked early)
-        self.work_dir = str(tmp_path / "work")
-        self.run_dir = str(tmp_path / "run")
-        self.socket = str(tmp_path / "boxd.sock")
-        self.display = display
-        self.log_path = str(tmp_path / "boxd.log")
-        self.proc = None
-        self.start()
+    def run(self, argv, check=True, **kwargs):
+        return subprocess.run(argv, env=self.env(), check=check, capture_output=True, timeout=30, **kwargs)
+
+    def wait_ready(self):
+        deadline = time.monotonic() + 15
+        while self.run(["xdpyinfo"], check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the X server {self.display} does not answer")
+            time.sleep(0.05)
+        return self
+
+    def kill(self):
+        self.server.kill()
 
     def start(self):
-        self.log_file = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [BOXD_BIN, "--work-dir", self.work_dir, "--run-dir", self.run_dir, "--socket", self.socket,
-             "--vsock-port", "off", "--display", self.display], stderr=self.log_file)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if self.request("GET", "/v1/health").status == 200:
-                    return
-            except OSError:
-                pass
-            assert self.proc.poll() is None, self.log()
-            time.sleep(0.02)
-        raise RuntimeError("boxd did not come up")
+        self.server.start()
+        return self.wait_ready()
 
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        import http.client
+    def client_count(self):
+        return Xvfb.client_count(self.server)
 
-        class Connection(http.client.HTTPConnection):
-            def connect(conn):
-                conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                conn.sock.settimeout(timeout)
-                conn.sock.connect(self.socket)
+    def pointer(self):
+        out = self.run(["xdotool", "getmouselocation", "--shell"]).stdout.decode()
+        values = dict(line.split("=", 1) for line in out.split())
+        return int(values["X"]), int(values["Y"])
 
-        connection = Connection("boxd", timeout=timeout)
-        if isinstance(body, (dict, list)):
-            body = json.dumps(body).encode()
-        connection.request(method, path, body=body, headers=headers or {})
-        answer = connection.getresponse()
-        result = Response(answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read())
-        connection.close()
-        return result
 
-    def call(self, method, path, obj=None):
-        answer = self.request(method, path, obj if obj is not None else None)
-        return answer.status, answer.json()
-
-    def worker_pid(self):
-        """The screen worker, boxd's child named boxd-screen (None if not running)."""
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open(f"/proc/{pid}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                with open(f"/proc/{pid}/comm") as f:
-                    name = f.read().strip()
-            except OSError:
-                continue
-            if int(fields[1]) == self.proc.pid and name == "boxd-screen" and fields[0] != "Z":
-                return int(pid)
-        return None
-
-    def kill(self, sig):
-        self.proc.send_signal(sig)
-        self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log_file.close()
-
-    def log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
+def worker_pid(boxd):
+    """boxd's screen worker (its child named boxd-screen), or None."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        if int(fields[1]) == boxd.proc.pid and name == "boxd-screen" and fields[0] != "Z":
+            return int(pid)
+    return None
 
 
 def decode_rgb(image_bytes):

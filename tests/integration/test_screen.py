@@ -8,22 +8,18 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from screen_helpers import (BOXCTL_BIN, PATTERN_BIN, WORKER_BIN, Boxd, Worker, Xvfb,  # noqa: E402
-                            decode_rgb, pixel, probe_video)
+from screen_helpers import (BOXCTL_BIN, PATTERN_BIN, WORKER_BIN, Display, Worker, Xvfb,  # noqa: E402
+                            decode_rgb, pixel, probe_video, worker_pid)
 
 
 @pytest.fixture
-def display():
-    server = Xvfb()
-    yield server
-    server.kill()
+def display(xvfb):
+    return Display(xvfb).wait_ready()
 
 
 @pytest.fixture
-def box(tmp_path, display):
-    daemon = Boxd(tmp_path, display.display)
-    yield daemon
-    daemon.stop()
+def box(boxd_factory, display):
+    return boxd_factory(env={"BOXD_TEST_DISPLAY": display.display})
 
 
 def start_client(display, *args):
@@ -350,9 +346,9 @@ def kill_mid_recording(box, display, victim):
         if victim == "boxd":
             box.kill(signal.SIGKILL)
         else:
-            worker = box.worker_pid()
+            worker = worker_pid(box)
             os.kill(worker, signal.SIGKILL)
-            wait_for(lambda: box.worker_pid() is None, what="the worker to die")
+            wait_for(lambda: worker_pid(box) is None, what="the worker to die")
     finally:
         mover.kill()
     return started["path"]
