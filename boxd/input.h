@@ -18,7 +18,9 @@
 /* Limits on one request, so a hostile list cannot hold the worker for long. */
 #define INPUT_MAX_ACTIONS 1000
 #define INPUT_MAX_WAIT_MS 60000
-#define INPUT_MAX_TEXT_BYTES (64 * 1024)
+/* Typing runs at about 250 characters a second (each key is pressed and
+ * released with a pause after each event), so 16 KiB is about a minute. */
+#define INPUT_MAX_TEXT_BYTES (16 * 1024)
 
 struct input;
 

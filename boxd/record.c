@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #define RECORD_CRF "23"
 #define RECORD_KEYFRAME_SECONDS 2
 #define RECORD_FRAGMENT_US 1000000
+#define RECORD_NICE 5
 
 struct record {
 	struct screen *screen;
@@ -246,6 +248,9 @@ static void record_end_by_itself(struct record *record, const char *why, const c
 static void *record_thread(void *argument)
 {
 	struct record *record = argument;
+	/* A recording is background work: commands and boxd come first (Linux
+	 * nice values are per thread). A busy box drops frames, counted. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), RECORD_NICE);
 	int64_t interval_us = 1000000 / record->fps;
 	int64_t limit_slot = (int64_t)record->max_seconds * record->fps;
 	int64_t slot = 1;

@@ -226,7 +226,7 @@ def test_typing_into_a_terminal(box, display, tmp_path):
     {"actions": [{"type": "click", "count": 4}]}, {"actions": [{"type": "wait", "ms": 999999}]},
     {"actions": [{"type": "key", "keys": "ctrl+nosuchkey"}]}, {"actions": [{"type": "key", "keys": ""}]},
     {"actions": [{"type": "key", "keys": "ctrl+"}]}, {"actions": [{"type": "key", "keys": "a+b+c+d+e+f+g+h+i"}]},
-    {"actions": [{"type": "type"}]}, {"actions": [{"type": "type", "text": "x" * 70000}]},
+    {"actions": [{"type": "type"}]}, {"actions": [{"type": "type", "text": "x" * 17000}]},
     {"actions": [{"type": "drag", "from": [1], "to": [2, 3]}]}, {"actions": [{"type": "scroll", "dy": 1000}]},
     {"actions": [{"type": "move", "x": 1, "y": 1}] * 1001},
 ])
@@ -467,3 +467,30 @@ def test_boxctl_shot_input_record(box, display, tmp_path):
     result = boxctl(box, "record", "stop")
     assert result.returncode == 0 and b".mp4" in result.stdout
     assert boxctl(box, "record", "stop").returncode == 1
+
+
+def test_input_with_a_request_id_runs_once(box, display):
+    events = start_client(display, "--events")
+    try:
+        body = {"actions": [{"type": "move", "x": 50, "y": 50}, {"type": "click"}]}
+        headers = {"X-Request-Id": "click-once"}
+        first = box.request("POST", "/v1/screen/input", body, headers)
+        second = box.request("POST", "/v1/screen/input", body, headers)
+        assert first.status == second.status == 200 and first.body == second.body
+        box.call("POST", "/v1/screen/input", {"actions": [{"type": "click", "button": "right"}]})
+        # One left click, then the right one: the repeat did not click again.
+        assert read_lines(events, 2) == ["button 1 50 50", "button 3 50 50"]
+    finally:
+        events.kill()
+
+
+def test_screen_work_shows_in_steps(box, display):
+    shot(box, "?scale=0.1")
+    box.call("POST", "/v1/screen/input", {"actions": [{"type": "type", "text": "secret words"}]})
+    record_start(box, fps=5)
+    box.call("POST", "/v1/screen/record/stop")
+    status, answer = box.call("GET", "/v1/steps")
+    kinds = [step["kind"] for step in answer["steps"]]
+    assert kinds[-4:] == ["shot", "input", "record", "record"]
+    # Typed text is not repeated in steps, only its size.
+    assert "secret words" not in str(answer) and "type (12 bytes)" in answer["steps"][-3]["summary"]
