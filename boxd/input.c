@@ -79,8 +79,9 @@ static bool input_int(const cJSON *action, const char *name, int minimum, int ma
 		*value = fallback;
 		return !required;
 	}
-	if (!cJSON_IsNumber(item) || item->valuedouble != (double)(long long)item->valuedouble ||
-	    item->valuedouble < minimum || item->valuedouble > maximum)
+	/* Range first: converting an out-of-range double to an integer is undefined. */
+	if (!cJSON_IsNumber(item) || item->valuedouble < minimum || item->valuedouble > maximum ||
+	    item->valuedouble != (double)(int)item->valuedouble)
 		return false;
 	*value = (int)item->valuedouble;
 	return true;

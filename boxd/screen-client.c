@@ -44,9 +44,12 @@ struct screen_worker_process {
 	struct screen_call *calls, **calls_tail;
 	struct event *reaper;
 	int reap_tries;
+	struct screen_worker_process *next_reaping;
 };
 
 static struct screen_worker_process *current; /* NULL: not running */
+/* Workers whose end closed and whose exit is being collected. */
+static struct screen_worker_process *reaping;
 static uint32_t last_id;
 static void (*event_listener)(const cJSON *event);
 
@@ -104,6 +107,11 @@ static void screen_worker_forget(struct screen_worker_process *worker, int statu
 		free(call);
 		call = next;
 	}
+	struct screen_worker_process **link = &reaping;
+	while (*link && *link != worker)
+		link = &(*link)->next_reaping;
+	if (*link)
+		*link = worker->next_reaping;
 	if (worker->reaper)
 		event_free(worker->reaper);
 	free(worker);
@@ -157,6 +165,8 @@ static void screen_worker_lost(struct screen_worker_process *worker)
 	bufferevent_free(worker->channel);
 	worker->channel = NULL;
 	worker->reaper = evtimer_new(boxd_base(), screen_worker_reap, worker);
+	worker->next_reaping = reaping;
+	reaping = worker;
 	screen_worker_reap(-1, 0, worker);
 }
 

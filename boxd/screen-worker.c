@@ -245,8 +245,9 @@ bool worker_integer(const cJSON *request, const char *name, long fallback, long 
 	if (text && text[strspn(text, "-0123456789")] != '\0')
 		return false;
 	double number;
-	if (!worker_number(request, name, (double)fallback, &number) || number != (double)(long)number ||
-	    number < minimum || number > maximum)
+	/* Range first: converting an out-of-range double to an integer is undefined. */
+	if (!worker_number(request, name, (double)fallback, &number) || number < minimum ||
+	    number > maximum || number != (double)(long)number)
 		return false;
 	*value = (long)number;
 	return true;
