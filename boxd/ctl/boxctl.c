@@ -10,11 +10,13 @@
 extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_screen_commands[];
+extern const struct ctl_command ctl_secrets_commands[];
 
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
 	ctl_steps_commands,
 	ctl_screen_commands,
+	ctl_secrets_commands,
 	NULL,
 };
 
