@@ -494,3 +494,11 @@ def test_screen_work_shows_in_steps(box, display):
     assert kinds[-4:] == ["shot", "input", "record", "record"]
     # Typed text is not repeated in steps, only its size.
     assert "secret words" not in str(answer) and "type (12 bytes)" in answer["steps"][-3]["summary"]
+
+
+def test_boxd_links_neither_x11_nor_ffmpeg():
+    from screen_helpers import BUILD_DIR
+    libraries = subprocess.run(["ldd", os.path.join(BUILD_DIR, "boxd", "boxd")], capture_output=True,
+                               text=True, check=True).stdout
+    for name in ("libX11", "libavcodec", "libavformat", "libswscale", "libxcb"):
+        assert name not in libraries, f"boxd links {name}; X11 and codec work belongs in boxd-screen"
