@@ -178,6 +178,8 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 		return false;
 	}
 	int index = 0;
+	long total_wait_ms = 0;
+	size_t total_text = 0;
 	const cJSON *action;
 	cJSON_ArrayForEach(action, actions) {
 		char why[200];
@@ -185,7 +187,20 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 			snprintf(error, error_size, "action %d %s", index, why);
 			return false;
 		}
+		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(action, "ms");
+		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
+		if (cJSON_IsNumber(ms))
+			total_wait_ms += (long)ms->valuedouble;
+		if (text)
+			total_text += strlen(text);
 		index++;
+	}
+	/* One request holds the worker (and the shots behind it) for at most
+	 * about two minutes. */
+	if (total_wait_ms > INPUT_MAX_WAIT_MS || total_text > INPUT_MAX_TEXT_BYTES) {
+		snprintf(error, error_size, "the actions wait %ld ms and type %zu bytes in all; at most %d ms and %d bytes a request",
+			 total_wait_ms, total_text, INPUT_MAX_WAIT_MS, INPUT_MAX_TEXT_BYTES);
+		return false;
 	}
 	return true;
 }

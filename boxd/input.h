@@ -15,7 +15,8 @@
 
 #include "screen.h"
 
-/* Limits on one request, so a hostile list cannot hold the worker for long. */
+/* Limits on one request (waits and text add up across its actions), so a
+ * hostile list cannot hold the worker for long. */
 #define INPUT_MAX_ACTIONS 1000
 #define INPUT_MAX_WAIT_MS 60000
 /* Typing runs at about 250 characters a second (each key is pressed and

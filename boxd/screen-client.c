@@ -30,6 +30,11 @@
 /* After EOF the worker's exit is collected on a short timer, a few times. */
 #define SCREEN_REAP_PAUSE_MS 20
 #define SCREEN_REAP_TRIES 50
+/* A worker that answers nothing for this long is stuck (an X server that
+ * accepts but never replies): it is killed and the waiting calls fail. The
+ * longest legitimate request (input: 60 s of waits, 16 KiB of typing) is
+ * well under it. */
+#define SCREEN_STUCK_SECONDS 180
 
 struct screen_call {
 	uint32_t id;
@@ -43,6 +48,7 @@ struct screen_worker_process {
 	struct bufferevent *channel;
 	struct screen_call *calls, **calls_tail;
 	struct event *reaper;
+	struct event *watchdog;  /* armed only while calls wait */
 	int reap_tries;
 	struct screen_worker_process *next_reaping;
 };
@@ -162,12 +168,33 @@ static void screen_worker_lost(struct screen_worker_process *worker)
 {
 	if (current == worker)
 		current = NULL;
+	event_free(worker->watchdog);
+	worker->watchdog = NULL;
 	bufferevent_free(worker->channel);
 	worker->channel = NULL;
 	worker->reaper = evtimer_new(boxd_base(), screen_worker_reap, worker);
 	worker->next_reaping = reaping;
 	reaping = worker;
 	screen_worker_reap(-1, 0, worker);
+}
+
+static void screen_on_stuck(evutil_socket_t fd, short what, void *arg)
+{
+	struct screen_worker_process *worker = arg;
+	log_msg(LOG_LEVEL_ERROR, "the screen worker (pid %d) answered nothing for %d s; restarting it",
+		(int)worker->pid, SCREEN_STUCK_SECONDS);
+	kill(worker->pid, SIGKILL);
+}
+
+/* (Re)arms the watchdog while calls wait, stops it when none do. */
+static void screen_watch_calls(struct screen_worker_process *worker)
+{
+	if (worker->calls) {
+		struct timeval limit = { SCREEN_STUCK_SECONDS, 0 };
+		evtimer_add(worker->watchdog, &limit);
+	} else {
+		evtimer_del(worker->watchdog);
+	}
 }
 
 static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
@@ -189,6 +216,7 @@ static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 	*link = call->next;
 	if (worker->calls_tail == &call->next)
 		worker->calls_tail = link;
+	screen_watch_calls(worker);
 	call->done(call->arg, message, payload, length);
 	free(call);
 }
@@ -287,6 +315,7 @@ static struct screen_worker_process *screen_worker_start(char *error, size_t err
 	worker->channel = bufferevent_socket_new(boxd_base(), ends[0], BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
 	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
+	worker->watchdog = evtimer_new(boxd_base(), screen_on_stuck, worker);
 	log_msg(LOG_LEVEL_INFO, "started the screen worker (pid %d) for display %s", (int)pid,
 		boxd_config()->display);
 	return worker;
@@ -309,6 +338,9 @@ void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
 	call->arg = arg;
 	*current->calls_tail = call;
 	current->calls_tail = &call->next;
+	/* New calls do not push a stuck worker's deadline further; answers do. */
+	if (!evtimer_pending(current->watchdog, NULL))
+		screen_watch_calls(current);
 	cJSON_AddNumberToObject(request, "id", call->id);
 	char *text = cJSON_PrintUnformatted(request);
 	cJSON_Delete(request);

@@ -230,6 +230,8 @@ def test_typing_into_a_terminal(box, display, tmp_path):
     {"actions": [{"type": "type"}]}, {"actions": [{"type": "type", "text": "x" * 17000}]},
     {"actions": [{"type": "drag", "from": [1], "to": [2, 3]}]}, {"actions": [{"type": "scroll", "dy": 1000}]},
     {"actions": [{"type": "move", "x": 1, "y": 1}] * 1001},
+    {"actions": [{"type": "wait", "ms": 40000}, {"type": "wait", "ms": 40000}]},
+    {"actions": [{"type": "type", "text": "x" * 9000}, {"type": "type", "text": "y" * 9000}]},
 ])
 def test_input_refuses_bad_actions_before_doing_any(box, display, body):
     status, answer = box.call("POST", "/v1/screen/input", {"actions": [{"type": "move", "x": 5, "y": 5}]})
