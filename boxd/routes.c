@@ -10,6 +10,7 @@ extern const struct api_route api_steps_routes[];
 extern const struct api_route api_lock_routes[];
 extern const struct api_route api_exec_routes[];
 extern const struct api_route api_procs_routes[];
+extern const struct api_route api_screen_routes[];
 extern const struct api_route api_secrets_routes[];
 
 static const struct api_route *const route_tables[] = {
@@ -18,6 +19,7 @@ static const struct api_route *const route_tables[] = {
 	api_lock_routes,
 	api_exec_routes,
 	api_procs_routes,
+	api_screen_routes,
 	api_secrets_routes,
 	NULL,
 };

@@ -11,6 +11,7 @@ extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
+extern const struct ctl_command ctl_screen_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
 
 static const struct ctl_command *const command_tables[] = {
@@ -18,6 +19,7 @@ static const struct ctl_command *const command_tables[] = {
 	ctl_steps_commands,
 	ctl_exec_commands,
 	ctl_procs_commands,
+	ctl_screen_commands,
 	ctl_secrets_commands,
 	NULL,
 };

@@ -1,0 +1,406 @@
+/* record.c: the recording thread: grab, convert, encode (libx264), mux
+ * (fragmented MP4). */
+#include "record.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/opt.h>
+#include <libswscale/swscale.h>
+
+#include "clock.h"
+#include "log.h"
+#include "xalloc.h"
+
+/* x264 settings: ultrafast with zerolatency (no lookahead, no B-frames: a
+ * frame is coded as it comes, and the first answers record/start at once),
+ * one thread (a second core does not lower the total CPU), a keyframe every
+ * two seconds for seeking. */
+#define RECORD_CRF "23"
+#define RECORD_KEYFRAME_SECONDS 2
+#define RECORD_FRAGMENT_US 1000000
+#define RECORD_NICE 5
+
+struct record {
+	struct screen *screen;
+	struct screen_grabber *grabber;
+	char *path;
+	int fps, max_seconds, wake_fd;
+	AVFormatContext *output;
+	AVCodecContext *codec;
+	AVFrame *frame;
+	AVPacket *packet;
+	struct SwsContext *scaler;
+	uint8_t *previous;       /* the last grab, to spot an unchanged screen */
+	size_t previous_size;
+	int64_t start_us;        /* monotonic time of slot 0 */
+	int64_t last_slot;       /* the last slot grabbed */
+	int64_t last_coded_slot; /* the last slot handed to the encoder */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stop, thread_started;
+	struct record_stats stats; /* under `lock` */
+};
+
+static void record_fail(char *error, size_t error_size, const char *what, int status)
+{
+	char reason[AV_ERROR_MAX_STRING_SIZE];
+	av_strerror(status, reason, sizeof reason);
+	snprintf(error, error_size, "%s: %s", what, reason);
+}
+
+static bool record_open_encoder(struct record *record, int width, int height, char *error,
+				size_t error_size)
+{
+	const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
+	if (!codec) {
+		snprintf(error, error_size, "this FFmpeg has no libx264 encoder; install libavcodec59 with x264");
+		return false;
+	}
+	AVCodecContext *context = record->codec = avcodec_alloc_context3(codec);
+	context->width = width;
+	context->height = height;
+	context->pix_fmt = AV_PIX_FMT_YUV420P;
+	context->time_base = (AVRational){ 1, record->fps };
+	context->framerate = (AVRational){ record->fps, 1 };
+	context->gop_size = record->fps * RECORD_KEYFRAME_SECONDS;
+	context->max_b_frames = 0;
+	context->thread_count = 1;
+	context->flags |= AV_CODEC_FLAG_GLOBAL_HEADER; /* MP4 keeps SPS/PPS in avcC */
+	AVDictionary *options = NULL;
+	av_dict_set(&options, "preset", "ultrafast", 0);
+	av_dict_set(&options, "tune", "zerolatency", 0);
+	av_dict_set(&options, "crf", RECORD_CRF, 0);
+	int status = avcodec_open2(context, codec, &options);
+	av_dict_free(&options);
+	if (status < 0) {
+		record_fail(error, error_size, "cannot open the H.264 encoder", status);
+		return false;
+	}
+	record->frame = av_frame_alloc();
+	record->frame->format = AV_PIX_FMT_YUV420P;
+	record->frame->width = width;
+	record->frame->height = height;
+	if (av_frame_get_buffer(record->frame, 0) < 0)
+		abort();
+	record->packet = av_packet_alloc();
+	return true;
+}
+
+static bool record_open_output(struct record *record, char *error, size_t error_size)
+{
+	int status = avformat_alloc_output_context2(&record->output, NULL, "mp4", record->path);
+	if (status < 0) {
+		record_fail(error, error_size, "cannot set up the MP4 writer", status);
+		return false;
+	}
+	AVStream *stream = avformat_new_stream(record->output, NULL);
+	avcodec_parameters_from_context(stream->codecpar, record->codec);
+	stream->time_base = record->codec->time_base;
+	status = avio_open(&record->output->pb, record->path, AVIO_FLAG_WRITE);
+	if (status < 0) {
+		record_fail(error, error_size, "cannot create the recording file", status);
+		return false;
+	}
+	AVDictionary *options = NULL;
+	/* Fragments (a moof+mdat per second, the moov up front and empty) make
+	 * every written second playable even if the writer dies; each is handed
+	 * to the kernel as soon as it is complete. */
+	av_dict_set(&options, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
+	av_dict_set_int(&options, "frag_duration", RECORD_FRAGMENT_US, 0);
+	av_dict_set(&options, "flush_packets", "1", 0);
+	status = avformat_write_header(record->output, &options);
+	av_dict_free(&options);
+	if (status < 0) {
+		record_fail(error, error_size, "cannot write the MP4 header", status);
+		return false;
+	}
+	return true;
+}
+
+/* Drains the encoder's packets into the file. */
+static bool record_write_packets(struct record *record, char *error, size_t error_size)
+{
+	for (;;) {
+		int status = avcodec_receive_packet(record->codec, record->packet);
+		if (status == AVERROR(EAGAIN) || status == AVERROR_EOF)
+			return true;
+		if (status < 0) {
+			record_fail(error, error_size, "the H.264 encoder failed", status);
+			return false;
+		}
+		/* A frame lasts until the next one; the last one, a slot. */
+		record->packet->duration = 1;
+		av_packet_rescale_ts(record->packet, record->codec->time_base,
+				     record->output->streams[0]->time_base);
+		record->packet->stream_index = 0;
+		status = av_write_frame(record->output, record->packet);
+		av_packet_unref(record->packet);
+		if (status < 0) {
+			record_fail(error, error_size, "cannot write the recording", status);
+			return false;
+		}
+	}
+}
+
+/* Hands the current picture to the encoder as the frame shown from `slot`. */
+static bool record_code_frame(struct record *record, int64_t slot, char *error, size_t error_size)
+{
+	record->frame->pts = slot;
+	int status = avcodec_send_frame(record->codec, record->frame);
+	if (status < 0) {
+		record_fail(error, error_size, "the H.264 encoder refused a frame", status);
+		return false;
+	}
+	if (!record_write_packets(record, error, error_size))
+		return false;
+	record->last_coded_slot = slot;
+	pthread_mutex_lock(&record->lock);
+	record->stats.frames++;
+	record->stats.bytes = avio_tell(record->output->pb);
+	pthread_mutex_unlock(&record->lock);
+	return true;
+}
+
+/* Encodes one grab at `slot`, unless the screen is unchanged: then the
+ * previous frame simply lasts longer (timestamps are the wall clock's), and
+ * only once a second is it coded again, so that fragments keep flowing and a
+ * cut file still reaches its last second. */
+static bool record_encode(struct record *record, const struct screen_image *image, int64_t slot,
+			  char *error, size_t error_size)
+{
+	size_t size = (size_t)image->stride * (size_t)image->height;
+	bool unchanged = record->previous && record->previous_size == size &&
+			 memcmp(record->previous, image->pixels, size) == 0;
+	record->last_slot = slot;
+	pthread_mutex_lock(&record->lock);
+	record->stats.duration_ms = (slot + 1) * 1000 / record->fps;
+	pthread_mutex_unlock(&record->lock);
+	if (unchanged && slot - record->last_coded_slot < record->fps)
+		return true;
+	if (!unchanged) {
+		if (record->previous_size != size) {
+			free(record->previous);
+			record->previous = xmalloc(size);
+			record->previous_size = size;
+		}
+		memcpy(record->previous, image->pixels, size);
+		if (av_frame_make_writable(record->frame) < 0)
+			abort();
+		const uint8_t *source[4] = { image->pixels };
+		int source_stride[4] = { image->stride };
+		/* Odd sizes lose their last row or column: 4:2:0 needs even ones. */
+		sws_scale(record->scaler, source, source_stride, 0, record->frame->height,
+			  record->frame->data, record->frame->linesize);
+	}
+	return record_code_frame(record, slot, error, error_size);
+}
+
+static bool record_grab_and_encode(struct record *record, int64_t slot, char *error,
+				   size_t error_size)
+{
+	struct screen_image image;
+	if (!screen_grab(record->grabber, &image, error, error_size))
+		return false;
+	if (image.width < record->frame->width || image.height < record->frame->height) {
+		snprintf(error, error_size, "the screen shrank to %dx%d during the recording",
+			 image.width, image.height);
+		return false;
+	}
+	screen_draw_cursor(record->screen, &image, 0, 0);
+	return record_encode(record, &image, slot, error, error_size);
+}
+
+/* Waits until monotonic `deadline_us` or a stop; true when stopped. */
+static bool record_wait(struct record *record, int64_t deadline_us)
+{
+	struct timespec until = { deadline_us / 1000000, (deadline_us % 1000000) * 1000 };
+	pthread_mutex_lock(&record->lock);
+	while (!record->stop &&
+	       pthread_cond_timedwait(&record->wake, &record->lock, &until) != ETIMEDOUT)
+		;
+	bool stop = record->stop;
+	pthread_mutex_unlock(&record->lock);
+	return stop;
+}
+
+static void record_end_by_itself(struct record *record, const char *why, const char *error)
+{
+	pthread_mutex_lock(&record->lock);
+	record->stats.ended_by = why;
+	if (error)
+		snprintf(record->stats.error, sizeof record->stats.error, "%s", error);
+	pthread_mutex_unlock(&record->lock);
+	uint64_t one = 1;
+	ssize_t unused = write(record->wake_fd, &one, sizeof one);
+	(void)unused;
+}
+
+static void *record_thread(void *argument)
+{
+	struct record *record = argument;
+	/* A recording is background work: commands and boxd come first (Linux
+	 * nice values are per thread). A busy box drops frames, counted. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), RECORD_NICE);
+	int64_t interval_us = 1000000 / record->fps;
+	int64_t limit_slot = (int64_t)record->max_seconds * record->fps;
+	int64_t slot = 1;
+	while (slot < limit_slot) {
+		if (record_wait(record, record->start_us + slot * interval_us))
+			return NULL;
+		/* Late (a busy machine): go to the slot we are in, count the rest. */
+		int64_t now_slot = (clock_monotonic_us() - record->start_us) / interval_us;
+		if (now_slot > slot) {
+			pthread_mutex_lock(&record->lock);
+			record->stats.dropped += now_slot - slot;
+			pthread_mutex_unlock(&record->lock);
+			slot = now_slot;
+			if (slot >= limit_slot)
+				break;
+		}
+		char error[256];
+		if (!record_grab_and_encode(record, slot, error, sizeof error)) {
+			log_msg(LOG_LEVEL_WARNING, "recording %s stopped: %s", record->path, error);
+			record_end_by_itself(record, "error", error);
+			return NULL;
+		}
+		slot++;
+	}
+	record_end_by_itself(record, "maxSec", NULL);
+	return NULL;
+}
+
+static void record_free(struct record *record)
+{
+	if (record->output) {
+		avio_closep(&record->output->pb);
+		avformat_free_context(record->output);
+	}
+	avcodec_free_context(&record->codec);
+	av_frame_free(&record->frame);
+	av_packet_free(&record->packet);
+	sws_freeContext(record->scaler);
+	screen_grabber_free(record->grabber);
+	pthread_mutex_destroy(&record->lock);
+	pthread_cond_destroy(&record->wake);
+	free(record->previous);
+	free(record->path);
+	free(record);
+}
+
+static bool record_prepare(struct record *record, char *error, size_t error_size)
+{
+	struct screen_image image;
+	if (!screen_grab(record->grabber, &image, error, error_size))
+		return false;
+	int width = image.width & ~1, height = image.height & ~1;
+	if (width < 2 || height < 2) {
+		snprintf(error, error_size, "the screen is too small to record (%dx%d)", image.width,
+			 image.height);
+		return false;
+	}
+	if (!record_open_encoder(record, width, height, error, error_size) ||
+	    !record_open_output(record, error, error_size))
+		return false;
+	record->scaler = sws_getContext(width, height,
+					image.layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0 : AV_PIX_FMT_RGB0,
+					width, height, AV_PIX_FMT_YUV420P, SWS_BILINEAR, NULL, NULL, NULL);
+	if (!record->scaler) {
+		snprintf(error, error_size, "cannot set up the colour conversion for %dx%d", width, height);
+		return false;
+	}
+	record->stats.width = width;
+	record->stats.height = height;
+	record->stats.started_at = clock_now_ms();
+	record->start_us = clock_monotonic_us();
+	return record_grab_and_encode(record, 0, error, error_size);
+}
+
+struct record *record_start(struct screen *screen, const char *path, int fps, int max_seconds,
+			    int wake_fd, char *error, size_t error_size)
+{
+	struct record *record = xcalloc(1, sizeof *record);
+	record->screen = screen;
+	record->grabber = screen_grabber_new(screen);
+	record->path = xstrdup(path);
+	record->fps = fps;
+	record->max_seconds = max_seconds;
+	record->wake_fd = wake_fd;
+	record->stats.path = record->path;
+	record->stats.fps = fps;
+	pthread_mutex_init(&record->lock, NULL);
+	pthread_condattr_t attributes;
+	pthread_condattr_init(&attributes);
+	pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+	pthread_cond_init(&record->wake, &attributes);
+	pthread_condattr_destroy(&attributes);
+	bool ok = record_prepare(record, error, error_size);
+	if (ok) {
+		int status = pthread_create(&record->thread, NULL, record_thread, record);
+		if (status != 0) {
+			snprintf(error, error_size, "cannot start the recording thread: %s", strerror(status));
+			ok = false;
+		}
+		record->thread_started = ok;
+	}
+	if (!ok) {
+		bool created = record->output && record->output->pb;
+		record_free(record);
+		if (created)
+			unlink(path);
+		return NULL;
+	}
+	return record;
+}
+
+bool record_ended(struct record *record)
+{
+	pthread_mutex_lock(&record->lock);
+	bool ended = record->stats.ended_by != NULL;
+	pthread_mutex_unlock(&record->lock);
+	return ended;
+}
+
+void record_progress(struct record *record, struct record_stats *stats)
+{
+	pthread_mutex_lock(&record->lock);
+	*stats = record->stats;
+	pthread_mutex_unlock(&record->lock);
+}
+
+void record_finish(struct record *record, struct record_stats *stats)
+{
+	pthread_mutex_lock(&record->lock);
+	record->stop = true;
+	pthread_cond_signal(&record->wake);
+	pthread_mutex_unlock(&record->lock);
+	if (record->thread_started)
+		pthread_join(record->thread, NULL);
+	char error[256] = "";
+	/* The last picture lasts until the last slot grabbed. */
+	if (record->last_slot > record->last_coded_slot)
+		record_code_frame(record, record->last_slot, error, sizeof error);
+	/* Drain what the encoder holds, then close the last fragment. */
+	if (avcodec_send_frame(record->codec, NULL) >= 0)
+		record_write_packets(record, error, sizeof error);
+	int status = av_write_trailer(record->output);
+	if (status < 0)
+		log_msg(LOG_LEVEL_WARNING, "recording %s: cannot finish the file", record->path);
+	avio_flush(record->output->pb);
+	*stats = record->stats;
+	stats->bytes = avio_tell(record->output->pb);
+	if (!stats->ended_by)
+		stats->ended_by = "stop";
+	stats->path = xstrdup(record->path);
+	record->stats.path = NULL;
+	record_free(record);
+}

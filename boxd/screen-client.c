@@ -1,0 +1,351 @@
+/* screen-client.c: starts boxd-screen and exchanges frames with it over a
+ * non-blocking socketpair (bufferevent). */
+#include "screen-client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "boxd.h"
+#include "log.h"
+#include "screen-protocol.h"
+#include "xalloc.h"
+
+#ifndef BOXD_LIBEXECDIR
+#define BOXD_LIBEXECDIR "/usr/libexec/boxd"
+#endif
+
+/* After EOF the worker's exit is collected on a short timer, a few times. */
+#define SCREEN_REAP_PAUSE_MS 20
+#define SCREEN_REAP_TRIES 50
+/* A worker that answers nothing for this long is stuck (an X server that
+ * accepts but never replies): it is killed and the waiting calls fail. The
+ * longest legitimate request (input: 60 s of waits, 16 KiB of typing) is
+ * well under it. */
+#define SCREEN_STUCK_SECONDS 180
+
+struct screen_call {
+	uint32_t id;
+	screen_client_done_fn done;
+	void *arg;
+	struct screen_call *next;
+};
+
+struct screen_worker_process {
+	pid_t pid;
+	struct bufferevent *channel;
+	struct screen_call *calls, **calls_tail;
+	struct event *reaper;
+	struct event *watchdog;  /* armed only while calls wait */
+	int reap_tries;
+	struct screen_worker_process *next_reaping;
+};
+
+static struct screen_worker_process *current; /* NULL: not running */
+/* Workers whose end closed and whose exit is being collected. */
+static struct screen_worker_process *reaping;
+static uint32_t last_id;
+static void (*event_listener)(const cJSON *event);
+
+void screen_client_on_event(void (*listener)(const cJSON *event))
+{
+	event_listener = listener;
+}
+
+/* boxd-screen beside boxd (the build directory, or an install that keeps
+ * them together), else the libexec directory. */
+static char *screen_worker_path(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			char *path = xasprintf("%s/boxd-screen", self);
+			if (access(path, X_OK) == 0)
+				return path;
+			free(path);
+		}
+	}
+	return xasprintf("%s/boxd-screen", BOXD_LIBEXECDIR);
+}
+
+static void screen_answer_error(screen_client_done_fn done, void *arg, int status,
+				const char *code, const char *message)
+{
+	cJSON *answer = cJSON_CreateObject();
+	cJSON *error = cJSON_AddObjectToObject(answer, "error");
+	cJSON_AddNumberToObject(error, "status", status);
+	cJSON_AddStringToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "message", message);
+	done(arg, answer, NULL, 0);
+	cJSON_Delete(answer);
+}
+
+static void screen_tell(const cJSON *event)
+{
+	if (event_listener)
+		event_listener(event);
+}
+
+/* Every call still waiting gets `message`; the process record goes. */
+static void screen_worker_forget(struct screen_worker_process *worker, int status, const char *code,
+				 const char *message)
+{
+	struct screen_call *call = worker->calls;
+	while (call) {
+		struct screen_call *next = call->next;
+		screen_answer_error(call->done, call->arg, status, code, message);
+		free(call);
+		call = next;
+	}
+	struct screen_worker_process **link = &reaping;
+	while (*link && *link != worker)
+		link = &(*link)->next_reaping;
+	if (*link)
+		*link = worker->next_reaping;
+	if (worker->reaper)
+		event_free(worker->reaper);
+	free(worker);
+}
+
+static void screen_worker_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct screen_worker_process *worker = arg;
+	int status = 0;
+	pid_t done = waitpid(worker->pid, &status, WNOHANG);
+	if (done == 0 && ++worker->reap_tries < SCREEN_REAP_TRIES) {
+		struct timeval pause = { 0, SCREEN_REAP_PAUSE_MS * 1000 };
+		evtimer_add(worker->reaper, &pause);
+		return;
+	}
+	char message[200];
+	int http_status = 500;
+	const char *code = "internal";
+	if (done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+		http_status = 503;
+		code = "display_unavailable";
+		snprintf(message, sizeof message,
+			 "the X server went away; the screen works again once it is back");
+	} else if (done > 0 && WIFSIGNALED(status)) {
+		snprintf(message, sizeof message,
+			 "the screen worker was ended by signal %d; it restarts on the next request",
+			 WTERMSIG(status));
+	} else if (done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		snprintf(message, sizeof message,
+			 "cannot start the screen worker boxd-screen; is boxd installed completely?");
+	} else {
+		snprintf(message, sizeof message,
+			 "the screen worker stopped (status %d); it restarts on the next request",
+			 done > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+	log_msg(http_status == 503 ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
+		(int)worker->pid, message);
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "event", "worker_exit");
+	cJSON_AddStringToObject(event, "message", message);
+	screen_tell(event);
+	cJSON_Delete(event);
+	screen_worker_forget(worker, http_status, code, message);
+}
+
+/* The worker's end closed (it exited) or the frames stopped making sense. */
+static void screen_worker_lost(struct screen_worker_process *worker)
+{
+	if (current == worker)
+		current = NULL;
+	event_free(worker->watchdog);
+	worker->watchdog = NULL;
+	bufferevent_free(worker->channel);
+	worker->channel = NULL;
+	worker->reaper = evtimer_new(boxd_base(), screen_worker_reap, worker);
+	worker->next_reaping = reaping;
+	reaping = worker;
+	screen_worker_reap(-1, 0, worker);
+}
+
+static void screen_on_stuck(evutil_socket_t fd, short what, void *arg)
+{
+	struct screen_worker_process *worker = arg;
+	log_msg(LOG_LEVEL_ERROR, "the screen worker (pid %d) answered nothing for %d s; restarting it",
+		(int)worker->pid, SCREEN_STUCK_SECONDS);
+	kill(worker->pid, SIGKILL);
+}
+
+/* (Re)arms the watchdog while calls wait, stops it when none do. */
+static void screen_watch_calls(struct screen_worker_process *worker)
+{
+	if (worker->calls) {
+		struct timeval limit = { SCREEN_STUCK_SECONDS, 0 };
+		evtimer_add(worker->watchdog, &limit);
+	} else {
+		evtimer_del(worker->watchdog);
+	}
+}
+
+static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
+			   const void *payload, size_t length)
+{
+	if (cJSON_GetObjectItemCaseSensitive(message, "event")) {
+		screen_tell(message);
+		return;
+	}
+	double id = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(message, "id"));
+	struct screen_call **link = &worker->calls;
+	while (*link && (double)(*link)->id != id)
+		link = &(*link)->next;
+	struct screen_call *call = *link;
+	if (!call) {
+		log_msg(LOG_LEVEL_WARNING, "the screen worker answered an unknown request");
+		return;
+	}
+	*link = call->next;
+	if (worker->calls_tail == &call->next)
+		worker->calls_tail = link;
+	screen_watch_calls(worker);
+	call->done(call->arg, message, payload, length);
+	free(call);
+}
+
+static void screen_on_read(struct bufferevent *channel, void *arg)
+{
+	struct screen_worker_process *worker = arg;
+	struct evbuffer *input = bufferevent_get_input(channel);
+	for (;;) {
+		struct screen_frame_header header;
+		if (evbuffer_copyout(input, &header, sizeof header) < (ssize_t)sizeof header)
+			return;
+		if (header.json_length == 0 || header.json_length > SCREEN_FRAME_MAX_JSON ||
+		    header.payload_length > SCREEN_FRAME_MAX_PAYLOAD) {
+			log_msg(LOG_LEVEL_ERROR, "the screen worker sent a malformed frame; restarting it");
+			kill(worker->pid, SIGKILL);
+			screen_worker_lost(worker);
+			return;
+		}
+		size_t whole = sizeof header + header.json_length + header.payload_length;
+		if (evbuffer_get_length(input) < whole) {
+			/* Read a large image in one go rather than in 16 KiB steps. */
+			bufferevent_setwatermark(channel, EV_READ, whole, 0);
+			return;
+		}
+		bufferevent_setwatermark(channel, EV_READ, 0, 0);
+		uint8_t *frame = evbuffer_pullup(input, (ssize_t)whole);
+		char *text = xstrndup((const char *)frame + sizeof header, header.json_length);
+		cJSON *message = cJSON_Parse(text);
+		free(text);
+		if (!cJSON_IsObject(message)) {
+			cJSON_Delete(message);
+			log_msg(LOG_LEVEL_ERROR, "the screen worker sent a frame that is not JSON; restarting it");
+			kill(worker->pid, SIGKILL);
+			screen_worker_lost(worker);
+			return;
+		}
+		screen_deliver(worker, message, frame + sizeof header + header.json_length,
+			       header.payload_length);
+		cJSON_Delete(message);
+		evbuffer_drain(input, whole);
+		if (current != worker)
+			return; /* a callback restarted or dropped it */
+	}
+}
+
+static void screen_on_channel_event(struct bufferevent *channel, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		screen_worker_lost(arg);
+}
+
+static void screen_child(int child_end)
+{
+	/* Only the socketpair end survives into the worker, as fd 3. */
+	if (dup2(child_end, SCREEN_WORKER_FD) < 0)
+		_exit(127);
+	closefrom(SCREEN_WORKER_FD + 1);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	char *path = screen_worker_path();
+	execl(path, "boxd-screen", "--display", boxd_config()->display, (char *)NULL);
+	_exit(127);
+}
+
+static struct screen_worker_process *screen_worker_start(char *error, size_t error_size)
+{
+	int ends[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0) {
+		snprintf(error, error_size, "cannot make a socketpair for the screen worker: %s",
+			 strerror(errno));
+		return NULL;
+	}
+	/* Keep the child's end off fd 3 so dup2 really clears close-on-exec. */
+	if (ends[1] == SCREEN_WORKER_FD) {
+		int moved = fcntl(ends[1], F_DUPFD_CLOEXEC, SCREEN_WORKER_FD + 1);
+		close(ends[1]);
+		ends[1] = moved;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(error, error_size, "cannot start the screen worker: %s", strerror(errno));
+		close(ends[0]);
+		close(ends[1]);
+		return NULL;
+	}
+	if (pid == 0)
+		screen_child(ends[1]);
+	close(ends[1]);
+	evutil_make_socket_nonblocking(ends[0]);
+	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);
+	worker->pid = pid;
+	worker->calls_tail = &worker->calls;
+	worker->channel = bufferevent_socket_new(boxd_base(), ends[0], BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
+	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
+	worker->watchdog = evtimer_new(boxd_base(), screen_on_stuck, worker);
+	log_msg(LOG_LEVEL_INFO, "started the screen worker (pid %d) for display %s", (int)pid,
+		boxd_config()->display);
+	return worker;
+}
+
+void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
+{
+	char error[256];
+	if (!current)
+		current = screen_worker_start(error, sizeof error);
+	if (!current) {
+		cJSON_Delete(request);
+		/* Answer from the loop, never from inside the caller. */
+		screen_answer_error(done, arg, 500, "internal", error);
+		return;
+	}
+	struct screen_call *call = xcalloc(1, sizeof *call);
+	call->id = ++last_id;
+	call->done = done;
+	call->arg = arg;
+	*current->calls_tail = call;
+	current->calls_tail = &call->next;
+	/* New calls do not push a stuck worker's deadline further; answers do. */
+	if (!evtimer_pending(current->watchdog, NULL))
+		screen_watch_calls(current);
+	cJSON_AddNumberToObject(request, "id", call->id);
+	char *text = cJSON_PrintUnformatted(request);
+	cJSON_Delete(request);
+	struct screen_frame_header header = { (uint32_t)strlen(text), 0 };
+	bufferevent_write(current->channel, &header, sizeof header);
+	bufferevent_write(current->channel, text, header.json_length);
+	free(text);
+}

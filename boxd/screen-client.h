@@ -1,0 +1,33 @@
+/* screen-client.h: boxd's side of the screen worker (boxd-screen).
+ *
+ * The worker owns the X11 connection and the codecs; boxd links neither. It
+ * is started on first use and again after it exits (it exits when the X
+ * server goes away). All calls run on the event loop and never block it: the
+ * socket to the worker is non-blocking and answers arrive as events. */
+#ifndef BOXD_SCREEN_CLIENT_H
+#define BOXD_SCREEN_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* Runs once with the worker's answer: either {"ok":true,...} with an
+ * optional payload (an image), or {"error":{"status","code","message"}}
+ * (also made up by boxd when the worker cannot be reached). The answer and
+ * payload are valid during the call only. */
+typedef void (*screen_client_done_fn)(void *arg, const cJSON *answer, const void *payload,
+				      size_t length);
+
+/* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to the
+ * worker, starting the worker if needed. `done` always runs exactly once: on
+ * the loop when the answer comes, or before this returns when the worker
+ * cannot be started. */
+void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg);
+
+/* Told whenever the worker reports something by itself: a "display" change
+ * or a "record_ended" (maxSec reached, an error), and {"event":"worker_exit"}
+ * when the worker went away. One listener (api-screen.c). */
+void screen_client_on_event(void (*listener)(const cJSON *event));
+
+#endif

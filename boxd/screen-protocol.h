@@ -1,0 +1,24 @@
+/* screen-protocol.h: the frames boxd and its screen worker (boxd-screen)
+ * exchange over their socketpair. docs/screen.md describes the messages.
+ *
+ * A frame is a header, a JSON object of header.json_length bytes, then
+ * header.payload_length bytes of payload (an encoded image, or nothing).
+ * Both ends are on one machine, so the header is in host byte order. */
+#ifndef BOXD_SCREEN_PROTOCOL_H
+#define BOXD_SCREEN_PROTOCOL_H
+
+#include <stdint.h>
+
+struct screen_frame_header {
+	uint32_t json_length;
+	uint32_t payload_length;
+};
+
+/* Larger frames are a protocol error: the receiver ends the connection. */
+#define SCREEN_FRAME_MAX_JSON (1u << 20)
+#define SCREEN_FRAME_MAX_PAYLOAD (256u << 20)
+
+/* The worker's end of the socketpair, as boxd hands it over. */
+#define SCREEN_WORKER_FD 3
+
+#endif

@@ -1,0 +1,266 @@
+/* screen-requests.c: the screen worker's answers to boxd's requests:
+ * shot, input, record_start, record_stop, record_status, status. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "input.h"
+#include "record.h"
+#include "screen-encode.h"
+#include "screen-worker.h"
+
+/* Shots larger than this (after scaling) are refused rather than allocated. */
+#define SHOT_MAX_PIXELS (8192 * 8192)
+
+struct shot_request {
+	enum shot_format format;
+	int quality;
+	double scale;
+	long x, y, width, height;
+	bool cursor;
+};
+
+static bool shot_parse(struct worker *worker, double id, const cJSON *request,
+		       struct shot_request *shot)
+{
+	const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "format"));
+	int screen_w = screen_width(worker->screen), screen_h = screen_height(worker->screen);
+	long quality, cursor;
+	if (format && strcmp(format, "png") != 0 && strcmp(format, "jpeg") != 0 &&
+	    strcmp(format, "jpg") != 0) {
+		worker_error(worker, id, 400, "bad_request", "format must be png or jpeg, not \"%.20s\"", format);
+		return false;
+	}
+	shot->format = format && format[0] == 'j' ? SHOT_FORMAT_JPEG : SHOT_FORMAT_PNG;
+	if (!worker_integer(request, "quality", 80, 1, 100, &quality)) {
+		worker_error(worker, id, 400, "bad_request", "quality must be an integer from 1 to 100");
+		return false;
+	}
+	shot->quality = (int)quality;
+	if (!worker_number(request, "scale", 1, &shot->scale) || !(shot->scale > 0) ||
+	    shot->scale > 4) {
+		worker_error(worker, id, 400, "bad_request", "scale must be a number above 0 and at most 4");
+		return false;
+	}
+	if (!worker_integer(request, "cursor", 1, 0, 1, &cursor)) {
+		worker_error(worker, id, 400, "bad_request", "cursor must be 0 or 1");
+		return false;
+	}
+	shot->cursor = cursor;
+	if (!worker_integer(request, "x", 0, 0, screen_w - 1, &shot->x) ||
+	    !worker_integer(request, "y", 0, 0, screen_h - 1, &shot->y) ||
+	    !worker_integer(request, "w", screen_w - shot->x, 1, screen_w - shot->x, &shot->width) ||
+	    !worker_integer(request, "h", screen_h - shot->y, 1, screen_h - shot->y, &shot->height)) {
+		worker_error(worker, id, 400, "bad_request",
+			     "the region x, y, w, h must be integers inside the %dx%d screen", screen_w,
+			     screen_h);
+		return false;
+	}
+	return true;
+}
+
+static void op_shot(struct worker *worker, double id, const cJSON *request)
+{
+	struct shot_request shot;
+	if (!shot_parse(worker, id, request, &shot))
+		return;
+	int out_width = (int)lround((double)shot.width * shot.scale);
+	int out_height = (int)lround((double)shot.height * shot.scale);
+	out_width = out_width < 1 ? 1 : out_width;
+	out_height = out_height < 1 ? 1 : out_height;
+	if ((double)out_width * out_height > SHOT_MAX_PIXELS) {
+		worker_error(worker, id, 400, "bad_request", "a %dx%d image is too large; lower scale",
+			     out_width, out_height);
+		return;
+	}
+	struct screen_image image;
+	char error[256];
+	if (!screen_grab(worker->grabber, &image, error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "%s", error);
+		return;
+	}
+	/* The screen may have shrunk since the region was checked. */
+	if (shot.x + shot.width > image.width || shot.y + shot.height > image.height) {
+		worker_error(worker, id, 400, "bad_request", "the region lies outside the %dx%d screen",
+			     image.width, image.height);
+		return;
+	}
+	image.pixels += (size_t)shot.y * (size_t)image.stride + (size_t)shot.x * 4;
+	image.width = (int)shot.width;
+	image.height = (int)shot.height;
+	if (shot.cursor)
+		screen_draw_cursor(worker->screen, &image, (int)shot.x, (int)shot.y);
+	uint8_t *data;
+	size_t length;
+	if (!screen_encode(worker->encoder, &image, shot.format, shot.quality, out_width, out_height,
+			   &data, &length, error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "%s", error);
+		return;
+	}
+	cJSON *answer = worker_answer(id);
+	cJSON_AddNumberToObject(answer, "width", out_width);
+	cJSON_AddNumberToObject(answer, "height", out_height);
+	cJSON_AddStringToObject(answer, "contentType",
+				shot.format == SHOT_FORMAT_PNG ? "image/png" : "image/jpeg");
+	worker_send(worker, answer, data, length);
+	free(data);
+}
+
+static void op_input(struct worker *worker, double id, const cJSON *request)
+{
+	const cJSON *actions = cJSON_GetObjectItemCaseSensitive(request, "actions");
+	char error[512];
+	if (!input_check(actions, error, sizeof error)) {
+		worker_error(worker, id, 400, "bad_request", "%s", error);
+		return;
+	}
+	int done = 0;
+	if (!input_run(worker->input, actions, &done, error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "action %d failed after %d done: %s", done,
+			     done, error);
+		return;
+	}
+	cJSON *answer = worker_answer(id);
+	cJSON_AddNumberToObject(answer, "done", done);
+	worker_send(worker, answer, NULL, 0);
+}
+
+static void record_stats_to_json(cJSON *json, const struct record_stats *stats)
+{
+	cJSON_AddStringToObject(json, "path", stats->path);
+	cJSON_AddNumberToObject(json, "bytes", (double)stats->bytes);
+	cJSON_AddNumberToObject(json, "durationMs", (double)stats->duration_ms);
+	cJSON_AddNumberToObject(json, "frames", (double)stats->frames);
+	cJSON_AddNumberToObject(json, "droppedFrames", (double)stats->dropped);
+	cJSON_AddNumberToObject(json, "fps", stats->fps);
+	cJSON_AddNumberToObject(json, "width", stats->width);
+	cJSON_AddNumberToObject(json, "height", stats->height);
+	cJSON_AddNumberToObject(json, "startedAt", (double)stats->started_at);
+	if (stats->ended_by)
+		cJSON_AddStringToObject(json, "endedBy", stats->ended_by);
+	if (stats->ended_by && strcmp(stats->ended_by, "error") == 0)
+		cJSON_AddStringToObject(json, "error", stats->error);
+}
+
+static void op_record_start(struct worker *worker, double id, const cJSON *request)
+{
+	const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "path"));
+	long fps, max_seconds;
+	if (worker->record) {
+		worker_error(worker, id, 409, "conflict", "a recording is already running");
+		return;
+	}
+	if (!path || path[0] != '/') {
+		worker_error(worker, id, 400, "bad_request", "record_start needs an absolute path");
+		return;
+	}
+	if (!worker_integer(request, "fps", 30, 1, RECORD_MAX_FPS, &fps)) {
+		worker_error(worker, id, 400, "bad_request", "fps must be an integer from 1 to %d",
+			     RECORD_MAX_FPS);
+		return;
+	}
+	if (!worker_integer(request, "maxSec", 1800, 1, RECORD_MAX_SECONDS, &max_seconds)) {
+		worker_error(worker, id, 400, "bad_request", "maxSec must be an integer from 1 to %d",
+			     RECORD_MAX_SECONDS);
+		return;
+	}
+	char error[256];
+	worker->record = record_start(worker->screen, path, (int)fps, (int)max_seconds,
+				      worker->wake_fd, error, sizeof error);
+	if (!worker->record) {
+		worker_error(worker, id, 500, "internal", "cannot record: %s", error);
+		return;
+	}
+	struct record_stats stats;
+	record_progress(worker->record, &stats);
+	cJSON *answer = worker_answer(id);
+	record_stats_to_json(answer, &stats);
+	worker_send(worker, answer, NULL, 0);
+}
+
+void worker_stop_recording(struct worker *worker, bool tell)
+{
+	if (!worker->record)
+		return;
+	struct record_stats stats;
+	record_finish(worker->record, &stats);
+	worker->record = NULL;
+	if (tell) {
+		cJSON *event = cJSON_CreateObject();
+		cJSON_AddStringToObject(event, "event", "record_ended");
+		record_stats_to_json(event, &stats);
+		worker_send(worker, event, NULL, 0);
+	}
+	free((char *)stats.path);
+}
+
+void worker_on_record_wake(struct worker *worker)
+{
+	uint64_t count;
+	ssize_t unused = read(worker->wake_fd, &count, sizeof count);
+	(void)unused;
+	if (worker->record && record_ended(worker->record))
+		worker_stop_recording(worker, true);
+}
+
+static void op_record_stop(struct worker *worker, double id, const cJSON *request)
+{
+	if (!worker->record) {
+		worker_error(worker, id, 409, "conflict", "no recording is running");
+		return;
+	}
+	struct record_stats stats;
+	record_finish(worker->record, &stats);
+	worker->record = NULL;
+	cJSON *answer = worker_answer(id);
+	record_stats_to_json(answer, &stats);
+	worker_send(worker, answer, NULL, 0);
+	free((char *)stats.path);
+}
+
+static void op_record_status(struct worker *worker, double id, const cJSON *request)
+{
+	cJSON *answer = worker_answer(id);
+	cJSON_AddBoolToObject(answer, "recording", worker->record != NULL);
+	if (worker->record) {
+		struct record_stats stats;
+		record_progress(worker->record, &stats);
+		record_stats_to_json(answer, &stats);
+	}
+	worker_send(worker, answer, NULL, 0);
+}
+
+/* The display's state, connecting first if it can. */
+static void op_status(struct worker *worker, double id, const cJSON *request)
+{
+	char error[256];
+	bool up = worker_connect(worker, error, sizeof error);
+	cJSON *answer = worker_answer(id);
+	cJSON_AddStringToObject(answer, "name", worker->display_name);
+	cJSON_AddBoolToObject(answer, "up", up);
+	if (up) {
+		cJSON_AddNumberToObject(answer, "width", screen_width(worker->screen));
+		cJSON_AddNumberToObject(answer, "height", screen_height(worker->screen));
+		cJSON_AddBoolToObject(answer, "shm", screen_grabber_uses_shm(worker->grabber));
+	}
+	worker_send(worker, answer, NULL, 0);
+}
+
+static const struct worker_op worker_ops[] = {
+	{ "shot", true, op_shot },
+	{ "input", true, op_input },
+	{ "record_start", true, op_record_start },
+	{ "record_stop", false, op_record_stop },
+	{ "record_status", false, op_record_status },
+	{ "status", false, op_status },
+};
+
+const struct worker_op *worker_find_op(const char *name)
+{
+	for (size_t i = 0; i < sizeof worker_ops / sizeof worker_ops[0]; i++)
+		if (strcmp(worker_ops[i].name, name) == 0)
+			return &worker_ops[i];
+	return NULL;
+}

@@ -1,0 +1,52 @@
+/* screen-worker.h: what the worker's request handlers (screen-requests.c)
+ * share with its main loop (screen-worker.c). Internal to boxd-screen. */
+#ifndef BOXD_SCREEN_WORKER_H
+#define BOXD_SCREEN_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "screen.h"
+
+struct worker {
+	const char *display_name;
+	int fd;               /* the socketpair end */
+	struct screen *screen; /* NULL while the display is down */
+	struct screen_grabber *grabber;
+	struct screen_encoder *encoder;
+	struct input *input;
+	struct record *record;
+	int wake_fd;          /* eventfd: the recording ended by itself */
+	int watch_fd;         /* inotify on the X socket directory, while down */
+	int announced;        /* display state last told to boxd: -1, 0, 1 */
+};
+
+/* Sends a frame (takes `json`). */
+void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length);
+/* {"id": id, "ok": true}, to add fields to and send. */
+cJSON *worker_answer(double id);
+void worker_error(struct worker *worker, double id, int status, const char *code,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Connects to the display unless connected; false with why in `error`. */
+bool worker_connect(struct worker *worker, char *error, size_t error_size);
+/* A request member as a number (JSON number or numeric text); absent gives
+ * `fallback`. False when malformed. */
+bool worker_number(const cJSON *request, const char *name, double fallback, double *value);
+bool worker_integer(const cJSON *request, const char *name, long fallback, long minimum,
+		    long maximum, long *value);
+
+struct worker_op {
+	const char *name;
+	bool needs_display;
+	void (*run)(struct worker *worker, double id, const cJSON *request);
+};
+const struct worker_op *worker_find_op(const char *name);
+
+/* The recording thread signalled its end: finish it and tell boxd. */
+void worker_on_record_wake(struct worker *worker);
+/* Finishes a running recording (at exit), telling boxd when `tell`. */
+void worker_stop_recording(struct worker *worker, bool tell);
+
+#endif

@@ -1,0 +1,65 @@
+/* screen.h: the screen worker's X11 connection and its grabs.
+ *
+ * One `struct screen` is the worker's one connection to the X server, opened
+ * once and kept for the worker's life (so any number of screenshots leaves the
+ * server's client count unchanged). Xlib is initialised for threads, so the
+ * recording thread grabs through the same connection with its own grabber.
+ *
+ * When the server goes away, Xlib's I/O error exit handler ends the worker
+ * (exit status SCREEN_EXIT_X_LOST); boxd notices and starts a new worker, which
+ * waits for the server to come back. Nothing here ever calls exit() on an
+ * ordinary protocol error: those are recorded and reported as values. */
+#ifndef BOXD_SCREEN_H
+#define BOXD_SCREEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <X11/Xlib.h>
+
+/* The worker's exit status when the X server it was connected to went away. */
+#define SCREEN_EXIT_X_LOST 3
+
+struct screen;
+struct screen_grabber;
+
+/* A grabbed picture: 32 bits a pixel, `layout` tells the byte order. */
+enum screen_layout { SCREEN_LAYOUT_BGR0, SCREEN_LAYOUT_RGB0 };
+
+struct screen_image {
+	uint8_t *pixels; /* the top-left pixel of the picture */
+	int width, height;
+	int stride;      /* bytes from one row to the next */
+	enum screen_layout layout;
+};
+
+/* Opens the display. On failure returns NULL with a sentence in `error`. */
+struct screen *screen_open(const char *display_name, char *error, size_t error_size);
+void screen_close(struct screen *screen);
+Display *screen_display(struct screen *screen);
+/* The root window's current size (follows RandR changes, see screen_handle_events). */
+int screen_width(struct screen *screen);
+int screen_height(struct screen *screen);
+/* Handles whatever the server sent (size changes, keyboard mapping changes).
+ * Call when the connection's fd is readable. */
+void screen_handle_events(struct screen *screen);
+
+/* A grabber holds its own shared-memory image (XShm when the server offers
+ * it, else plain XGetImage). One per thread that grabs. */
+struct screen_grabber *screen_grabber_new(struct screen *screen);
+void screen_grabber_free(struct screen_grabber *grabber);
+/* Grabs the whole root window into `image` (valid until the next grab with
+ * this grabber). Returns false with a sentence in `error`. */
+bool screen_grab(struct screen_grabber *grabber, struct screen_image *image,
+		 char *error, size_t error_size);
+/* True when the grabber uses XShm (for diagnostics and benchmarks). */
+bool screen_grabber_uses_shm(const struct screen_grabber *grabber);
+
+/* Draws the pointer's current cursor (XFixes) into `image`, whose top-left
+ * pixel is at (origin_x, origin_y) on the screen. Does nothing when the
+ * server has no XFixes. */
+void screen_draw_cursor(struct screen *screen, struct screen_image *image,
+			int origin_x, int origin_y);
+
+#endif

@@ -1,0 +1,100 @@
+/* screen-pattern: an X client for the screen tests and benchmarks. It covers
+ * the screen with a page-like picture (bands of colour, lines of text, two
+ * marker squares at known places: pure green at 100,100 and pure blue at
+ * 300,100, each 100x100), prints "ready" once drawn, and with --animate FPS
+ * moves a red 40x40 square along a row so every frame differs. With
+ * --events it prints each button press ("button N X Y") and key press
+ * ("key KEYSYM-HEX STATE-HEX") on stdout, for the input tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <X11/Xlib.h>
+#include <X11/Xutil.h>
+
+static unsigned long pattern_colour(Display *display, unsigned red, unsigned green, unsigned blue)
+{
+	XColor colour = { .red = (unsigned short)(red * 257), .green = (unsigned short)(green * 257),
+			  .blue = (unsigned short)(blue * 257), .flags = DoRed | DoGreen | DoBlue };
+	XAllocColor(display, DefaultColormap(display, DefaultScreen(display)), &colour);
+	return colour.pixel;
+}
+
+static void pattern_draw(Display *display, Window window, GC gc, int width, int height)
+{
+	XSetForeground(display, gc, pattern_colour(display, 255, 255, 255));
+	XFillRectangle(display, window, gc, 0, 0, (unsigned)width, (unsigned)height);
+	for (int band = 0; band < 32; band++) {
+		XSetForeground(display, gc, pattern_colour(display, band * 8, 64 + band * 4, 200 - band * 5));
+		XFillRectangle(display, window, gc, band * width / 32, 0, (unsigned)(width / 32 + 1), 60);
+	}
+	XSetForeground(display, gc, pattern_colour(display, 20, 20, 20));
+	char line[160];
+	for (int row = 0; row < 40; row++) {
+		snprintf(line, sizeof line,
+			 "%03d  The quick brown fox jumps over the lazy dog; boxd screen test line, "
+			 "column %d, value %d.", row, row * 7 % 13, row * row);
+		XDrawString(display, window, gc, 520, 90 + row * 17, line, (int)strlen(line));
+	}
+	XSetForeground(display, gc, pattern_colour(display, 0, 255, 0));
+	XFillRectangle(display, window, gc, 100, 100, 100, 100);
+	XSetForeground(display, gc, pattern_colour(display, 0, 0, 255));
+	XFillRectangle(display, window, gc, 300, 100, 100, 100);
+	for (int i = 0; i < 12; i++) {
+		XSetForeground(display, gc, pattern_colour(display, 30 * i % 256, 90, 255 - 20 * i));
+		XFillArc(display, window, gc, 60 + i * 30, 300 + (i % 3) * 40, 120, 120, 0, 360 * 64);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int fps = argc > 2 && strcmp(argv[1], "--animate") == 0 ? atoi(argv[2]) : 0;
+	int events = argc > 1 && strcmp(argv[1], "--events") == 0;
+	Display *display = XOpenDisplay(NULL);
+	if (!display) {
+		fprintf(stderr, "screen-pattern: cannot open the display\n");
+		return 1;
+	}
+	int screen = DefaultScreen(display);
+	int width = DisplayWidth(display, screen), height = DisplayHeight(display, screen);
+	XSetWindowAttributes attributes = { .override_redirect = True };
+	Window window = XCreateWindow(display, RootWindow(display, screen), 0, 0, (unsigned)width,
+				      (unsigned)height, 0, CopyFromParent, InputOutput, CopyFromParent,
+				      CWOverrideRedirect, &attributes);
+	XSelectInput(display, window, ExposureMask | (events ? ButtonPressMask | KeyPressMask : 0));
+	XMapWindow(display, window);
+	GC gc = XCreateGC(display, window, 0, NULL);
+	XEvent event;
+	do
+		XNextEvent(display, &event);
+	while (event.type != Expose);
+	pattern_draw(display, window, gc, width, height);
+	XSync(display, False);
+	printf("ready\n");
+	fflush(stdout);
+	unsigned long red = pattern_colour(display, 255, 0, 0);
+	unsigned long white = pattern_colour(display, 255, 255, 255);
+	for (int step = 0; fps > 0; step++) {
+		int x = 20 + (step * 8) % (width - 80);
+		XSetForeground(display, gc, white);
+		XFillRectangle(display, window, gc, 0, 700, (unsigned)width, 40);
+		XSetForeground(display, gc, red);
+		XFillRectangle(display, window, gc, x, 700, 40, 40);
+		XSync(display, False);
+		struct timespec pause = { 0, 1000000000L / fps };
+		nanosleep(&pause, NULL);
+	}
+	for (;;) {
+		XNextEvent(display, &event);
+		if (event.type == ButtonPress) {
+			printf("button %u %d %d\n", event.xbutton.button, event.xbutton.x, event.xbutton.y);
+		} else if (event.type == KeyPress) {
+			char text[16];
+			KeySym keysym = NoSymbol;
+			XLookupString(&event.xkey, text, sizeof text, &keysym, NULL);
+			printf("key %lx %x\n", keysym, event.xkey.state);
+		}
+		fflush(stdout);
+	}
+}
