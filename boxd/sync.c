@@ -1,0 +1,274 @@
+#include "sync.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "entry-hash.h"
+#include "hash-cache.h"
+#include "manifest.h"
+#include "safe-path.h"
+#include "xalloc.h"
+
+#define READ_BUFFER_SIZE (256u * 1024)
+#define BATCH 64
+
+struct diff_entry {
+	unsigned char sha1[MANIFEST_SHA1_SIZE];
+	bool changed;
+	const char *path; /* NUL-terminated, in the job's arena */
+	size_t path_length;
+};
+
+struct diff_job {
+	int dest_fd;
+	struct diff_entry *entries;
+	size_t entry_count;
+	unsigned long limit;
+	struct hash_cache *cache;
+	atomic_size_t next;
+	atomic_ulong changed, hashed, cache_hits;
+	atomic_bool over_limit;
+};
+
+static int open_beneath(int dir_fd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	return (int)syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
+}
+
+/* The entry's current hash; false when it is missing or not a regular file
+ * or symbolic link (it differs then, whatever the manifest says). */
+static bool hash_entry(struct diff_job *job, int parent_fd, const char *name,
+		       unsigned char out[ENTRY_HASH_SIZE], void *buffer)
+{
+	struct stat st;
+	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		ssize_t length = readlinkat(parent_fd, name, target, sizeof target);
+		if (length < 0)
+			return false;
+		entry_hash_symlink(target, (size_t)length, out);
+		return true;
+	}
+	if (!S_ISREG(st.st_mode))
+		return false;
+	if (hash_cache_lookup(job->cache, &st, out)) {
+		atomic_fetch_add(&job->cache_hits, 1);
+		return true;
+	}
+	int64_t hashed_at = hash_cache_now_ns();
+	int fd = openat(parent_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (ok) {
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		ok = entry_hash_fd(fd, st.st_mode, buffer, READ_BUFFER_SIZE, out);
+	}
+	close(fd);
+	if (ok) {
+		hash_cache_store(job->cache, &st, hashed_at, out);
+		atomic_fetch_add(&job->hashed, 1);
+	}
+	return ok;
+}
+
+/* Keeps the last parent directory open: manifests list a directory's
+ * entries together, so most entries reuse it. */
+struct parent_dir {
+	char *path;
+	size_t length;
+	int fd; /* -1: could not be opened (every entry under it differs) */
+};
+
+static int parent_for(struct diff_job *job, struct parent_dir *parent, const char *path,
+		      size_t length)
+{
+	if (length == 0)
+		return job->dest_fd;
+	if (parent->path && parent->length == length && memcmp(parent->path, path, length) == 0)
+		return parent->fd;
+	if (parent->fd >= 0)
+		close(parent->fd);
+	free(parent->path);
+	parent->path = xstrndup(path, length);
+	parent->length = length;
+	parent->fd = open_beneath(job->dest_fd, parent->path, O_PATH | O_DIRECTORY);
+	return parent->fd;
+}
+
+static void *diff_worker(void *arg)
+{
+	struct diff_job *job = arg;
+	void *buffer = xmalloc(READ_BUFFER_SIZE);
+	struct parent_dir parent = {.fd = -1};
+	for (;;) {
+		size_t start = atomic_fetch_add(&job->next, BATCH);
+		if (start >= job->entry_count || atomic_load(&job->over_limit))
+			break;
+		size_t end = start + BATCH < job->entry_count ? start + BATCH : job->entry_count;
+		for (size_t i = start; i < end; i++) {
+			struct diff_entry *entry = &job->entries[i];
+			const char *slash = strrchr(entry->path, '/');
+			size_t dir_length = slash ? (size_t)(slash - entry->path) : 0;
+			int parent_fd = parent_for(job, &parent, entry->path, dir_length);
+			unsigned char hash[ENTRY_HASH_SIZE];
+			entry->changed = parent_fd < 0 ||
+					 !hash_entry(job, parent_fd, slash ? slash + 1 : entry->path,
+						     hash, buffer) ||
+					 memcmp(hash, entry->sha1, ENTRY_HASH_SIZE) != 0;
+			if (entry->changed && atomic_fetch_add(&job->changed, 1) + 1 > job->limit)
+				atomic_store(&job->over_limit, true);
+		}
+	}
+	if (parent.fd >= 0)
+		close(parent.fd);
+	free(parent.path);
+	free(buffer);
+	return NULL;
+}
+
+/* Splits the manifest into entries; false with a message naming the line. */
+static bool parse_manifest(const char *manifest, size_t length, struct diff_job *job,
+			   char *arena, struct sync_diff_result *result)
+{
+	size_t capacity = 0, line_number = 0;
+	for (size_t i = 0; i < length; i++)
+		capacity += manifest[i] == '\n';
+	job->entries = xcalloc(capacity + 1, sizeof *job->entries);
+	const char *line = manifest, *end = manifest + length;
+	while (line < end) {
+		const char *newline = memchr(line, '\n', (size_t)(end - line));
+		size_t line_length = newline ? (size_t)(newline - line) : (size_t)(end - line);
+		line_number++;
+		if (line_length > 0 && !(line_length == 1 && line[0] == '\r')) {
+			struct diff_entry *entry = &job->entries[job->entry_count++];
+			size_t path_length;
+			const char *error = manifest_parse_line(line, line_length, entry->sha1,
+								 arena, &path_length);
+			if (error) {
+				snprintf(result->message, sizeof result->message,
+					 "manifest line %zu %s", line_number, error);
+				return false;
+			}
+			entry->path = arena;
+			entry->path_length = path_length;
+			arena += path_length + 1;
+		}
+		line = newline ? newline + 1 : end;
+	}
+	return true;
+}
+
+static void build_answer(struct diff_job *job, struct sync_diff_result *result)
+{
+	result->answer = cJSON_CreateObject();
+	if (job->dest_fd < 0 || atomic_load(&job->over_limit)) {
+		cJSON_AddBoolToObject(result->answer, "all", true);
+		return;
+	}
+	cJSON *changed = cJSON_AddArrayToObject(result->answer, "changed");
+	char hex[2 * 4096 + 1];
+	for (size_t i = 0; i < job->entry_count; i++) {
+		const struct diff_entry *entry = &job->entries[i];
+		if (!entry->changed)
+			continue;
+		if (entry->path_length > 4096) {
+			char *long_hex = xmalloc(2 * entry->path_length + 1);
+			manifest_hex_encode(entry->path, entry->path_length, long_hex);
+			cJSON_AddItemToArray(changed, cJSON_CreateString(long_hex));
+			free(long_hex);
+			continue;
+		}
+		manifest_hex_encode(entry->path, entry->path_length, hex);
+		cJSON_AddItemToArray(changed, cJSON_CreateString(hex));
+	}
+}
+
+void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned long limit,
+		   struct hash_cache *cache, int threads, struct sync_diff_result *result)
+{
+	memset(result, 0, sizeof *result);
+	struct diff_job job = {.dest_fd = dest_fd, .limit = limit, .cache = cache};
+	char *arena = xmalloc(length / 2 + length / 40 + 2);
+	if (!parse_manifest(manifest, length, &job, arena, result)) {
+		result->status = SYNC_BAD_REQUEST;
+	} else {
+		result->status = SYNC_OK;
+		if (dest_fd >= 0 && job.entry_count > 0) {
+			if (threads < 1)
+				threads = 1;
+			if ((size_t)threads > job.entry_count / BATCH + 1)
+				threads = (int)(job.entry_count / BATCH + 1);
+			pthread_t helpers[8];
+			int started = 0;
+			for (int i = 1; i < threads && i < 8; i++)
+				if (pthread_create(&helpers[started], NULL, diff_worker, &job) == 0)
+					started++;
+			diff_worker(&job);
+			for (int i = 0; i < started; i++)
+				pthread_join(helpers[i], NULL);
+		}
+		build_answer(&job, result);
+	}
+	result->entries = job.entry_count;
+	result->hashed = atomic_load(&job.hashed);
+	result->cache_hits = atomic_load(&job.cache_hits);
+	free(job.entries);
+	free(arena);
+}
+
+char *sync_dest_relative(const char *work_dir, const char *dest, const char **why)
+{
+	size_t work_length = strlen(work_dir);
+	while (work_length > 1 && work_dir[work_length - 1] == '/')
+		work_length--;
+	if (dest[0] == '/') {
+		if (strncmp(dest, work_dir, work_length) != 0 ||
+		    (dest[work_length] != '/' && dest[work_length] != '\0')) {
+			*why = "is outside the work dir";
+			return NULL;
+		}
+		dest += work_length;
+		while (*dest == '/')
+			dest++;
+	}
+	char *relative = xstrdup(dest);
+	size_t length = safe_path_trim(relative, strlen(relative));
+	if (length == 0)
+		return relative;
+	*why = safe_path_check(relative, length);
+	if (*why) {
+		free(relative);
+		return NULL;
+	}
+	return relative;
+}
+
+int sync_open_dest(int work_fd, const char *work_dir, const char *dest, const char **why)
+{
+	char *relative = sync_dest_relative(work_dir, dest, why);
+	if (!relative) {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_DIRECTORY);
+	int saved = errno;
+	free(relative);
+	errno = saved;
+	return fd;
+}
