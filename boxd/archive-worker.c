@@ -1,0 +1,165 @@
+/* boxd-archive: the sandboxed worker boxd runs for every upload and every
+ * folder download, so libarchive and the untrusted bytes it parses never
+ * share a process with boxd.
+ *
+ *   boxd-archive extract WORK_DIR DEST [--user NAME]   tar.gz on stdin
+ *   boxd-archive create WORK_DIR PATH                  tar.gz on stdout
+ *
+ * DEST and PATH are relative to WORK_DIR and may not leave it. extract
+ * prints one JSON line on stdout: {"ok":true,"files":N,"bytes":N} or
+ * {"error":{"code":"bad_request"|"internal","message":...}}; create writes
+ * the archive, and a failure goes to stderr with exit status 1.
+ *
+ * Before reading a byte of input the worker confines itself: capabilities
+ * trimmed to what its job needs (CHOWN, DAC_OVERRIDE, FOWNER to extract as
+ * root for the box user; DAC_READ_SEARCH to read any file for a download),
+ * no new privileges, and a seccomp allowlist in which everything else,
+ * exec and sockets included, kills the process. If any step of that fails
+ * the worker exits: it never runs unconfined.
+ * BOXD_ARCHIVE_SECCOMP_DEBUG=1 turns a kill into a message naming the call. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "archive-tgz.h"
+#include "archive-sandbox.h"
+#include "sync.h"
+#include "xalloc.h"
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: boxd-archive extract WORK_DIR DEST [--user NAME]\n"
+			"       boxd-archive create WORK_DIR PATH\n");
+	return 2;
+}
+
+static void print_result(bool ok, const struct archive_extract_result *result)
+{
+	cJSON *json = cJSON_CreateObject();
+	if (ok) {
+		cJSON_AddBoolToObject(json, "ok", true);
+		cJSON_AddNumberToObject(json, "files", (double)result->files);
+		cJSON_AddNumberToObject(json, "bytes", (double)result->bytes);
+	} else {
+		cJSON *error = cJSON_AddObjectToObject(json, "error");
+		cJSON_AddStringToObject(error, "code", result->refused ? "bad_request" : "internal");
+		cJSON_AddStringToObject(error, "message", result->message);
+	}
+	char *text = cJSON_PrintUnformatted(json);
+	printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	cJSON_Delete(json);
+}
+
+/* Opens WORK_DIR/DEST, creating DEST's missing directories. */
+static int open_dest(int work_fd, const char *dest, struct archive_extract_result *result)
+{
+	const char *why = NULL;
+	char *relative = sync_dest_relative("/", dest[0] == '/' ? dest + 1 : dest, &why);
+	if (!relative) {
+		snprintf(result->message, sizeof result->message, "dest %s", why);
+		result->refused = true;
+		return -1;
+	}
+	int dir_fd = dup(work_fd);
+	for (char *part = strtok(relative, "/"); part && dir_fd >= 0; part = strtok(NULL, "/")) {
+		mkdirat(dir_fd, part, 0755);
+		int next = sync_open_dest(dir_fd, "/", part, &why);
+		close(dir_fd);
+		dir_fd = next;
+	}
+	if (dir_fd < 0) {
+		snprintf(result->message, sizeof result->message,
+			 "dest cannot be made a directory inside the work dir (%s)", strerror(errno));
+		result->refused = errno == EXDEV || errno == ENOTDIR || errno == ELOOP;
+	}
+	free(relative);
+	return dir_fd;
+}
+
+static int run_extract(int work_fd, const char *dest, const char *user)
+{
+	struct archive_extract_result result = {0};
+	struct archive_extract_options options = {.input_fd = 0};
+	if (user && geteuid() == 0) {
+		struct passwd *entry = getpwnam(user);
+		if (!entry) {
+			snprintf(result.message, sizeof result.message, "the box user %s does not exist", user);
+			print_result(false, &result);
+			return 1;
+		}
+		options.set_owner = entry->pw_uid != 0 || entry->pw_gid != 0;
+		options.uid = entry->pw_uid;
+		options.gid = entry->pw_gid;
+	}
+	options.dest_fd = open_dest(work_fd, dest, &result);
+	char why[256];
+	if (options.dest_fd >= 0 && !archive_sandbox_enter(ARCHIVE_SANDBOX_EXTRACT, why, sizeof why)) {
+		snprintf(result.message, sizeof result.message, "the archive sandbox failed: %s", why);
+		print_result(false, &result);
+		return 1;
+	}
+	bool ok = options.dest_fd >= 0 && archive_extract(&options, &result);
+	print_result(ok, &result);
+	return ok ? 0 : 1;
+}
+
+static int run_create(int work_fd, const char *path)
+{
+	const char *why = NULL;
+	char *relative = sync_dest_relative("/", path[0] == '/' ? path + 1 : path, &why);
+	if (!relative || !relative[0]) {
+		fprintf(stderr, "boxd-archive: the path %s\n", relative ? "is the work dir itself" : why);
+		free(relative);
+		return 1;
+	}
+	char *slash = strrchr(relative, '/');
+	const char *name = slash ? slash + 1 : relative;
+	int parent_fd = work_fd;
+	if (slash) {
+		*slash = '\0';
+		parent_fd = sync_open_dest(work_fd, "/", relative, &why);
+		if (parent_fd < 0) {
+			fprintf(stderr, "boxd-archive: cannot open the folder's parent: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+	char message[512];
+	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_CREATE, message, sizeof message)) {
+		fprintf(stderr, "boxd-archive: the archive sandbox failed: %s\n", message);
+		return 1;
+	}
+	if (!archive_create(parent_fd, name, 1, message, sizeof message)) {
+		fprintf(stderr, "boxd-archive: %s\n", message);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4)
+		return usage();
+	signal(SIGPIPE, SIG_IGN);
+	int work_fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (work_fd < 0) {
+		fprintf(stderr, "boxd-archive: cannot open the work dir %s: %s\n", argv[2], strerror(errno));
+		return 1;
+	}
+	if (strcmp(argv[1], "extract") == 0) {
+		const char *user = argc == 6 && strcmp(argv[4], "--user") == 0 ? argv[5] : NULL;
+		return run_extract(work_fd, argv[3], user);
+	}
+	if (strcmp(argv[1], "create") == 0)
+		return run_create(work_fd, argv[3]);
+	return usage();
+}
