@@ -41,11 +41,12 @@ struct api_route {
 	unsigned flags;      /* enum api_route_flags */
 	size_t max_body;     /* bytes; 0 means API_DEFAULT_MAX_BODY; past it: 413 */
 	void (*handle)(struct api_request *req);
-	/* Optional: receive the body as it arrives instead of buffered (uploads).
-	 * Called with each piece; the handler runs after the last one. Return
-	 * false to refuse the rest (the handler then replies with the error). */
-	bool (*body_chunk)(struct api_request *req, const void *data, size_t length);
 };
+
+/* evhttp 2.1 reads a whole request body before any handler runs, so bodies
+ * are buffered: no route may take more than this (the single-request upload
+ * limit of the contract); larger transfers use resumable uploads in pieces. */
+#define API_MAX_BODY (64u << 20)
 
 /* ---- reading the request ---- */
 const char *api_method(struct api_request *req);
@@ -55,7 +56,7 @@ const char *api_param(struct api_request *req, int index);
 /* A query parameter, percent-decoded, or NULL when absent. */
 const char *api_query(struct api_request *req, const char *name);
 const char *api_header(struct api_request *req, const char *name);
-/* The buffered body (empty for body_chunk routes). */
+/* The request body (never NULL; `length` may be 0). */
 const void *api_body(struct api_request *req, size_t *length);
 /* The body parsed as a JSON object. On a malformed or non-object body it
  * replies 400 `bad_request` itself and returns NULL; the handler just returns.

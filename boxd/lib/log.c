@@ -1,4 +1,5 @@
 #include "log.h"
+#include "redact.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,16 +8,10 @@
 #include <unistd.h>
 
 static enum log_level max_level = LOG_LEVEL_INFO;
-static log_filter_fn line_filter;
 
 void log_set_level(enum log_level level)
 {
 	max_level = level;
-}
-
-void log_set_filter(log_filter_fn filter)
-{
-	line_filter = filter;
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)
@@ -29,11 +24,10 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 
-	char *filtered = line_filter ? line_filter(text) : NULL;
-	const char *body = filtered ? filtered : text;
+	char *body = redact_text(text);
 	char line[2200];
 	int n = snprintf(line, sizeof line, "<%d>%s\n", (int)level, body);
-	free(filtered);
+	free(body);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof line)

@@ -3,7 +3,8 @@
  * Lines go to stderr with a journald priority prefix ("<3>", "<6>", ...), so
  * under systemd the journal files them at the right level and a person reading
  * `journalctl -u boxd -p err` sees only what went wrong. Safe to call from any
- * thread; a line is written with one write(2) so lines never interleave. */
+ * thread; a line is written with one write(2) so lines never interleave.
+ * Every line passes through redact_text() (redact.h) first. */
 #ifndef BOXD_LOG_H
 #define BOXD_LOG_H
 
@@ -17,12 +18,6 @@ enum log_level {
 
 /* Lines above this level are dropped (default LOG_LEVEL_INFO). */
 void log_set_level(enum log_level level);
-
-/* A filter every formatted line passes through before it is written: the
- * secret masker installs itself here so boxd's own diagnostics never carry a
- * secret. It rewrites `line` in place or returns a new string (freed by log). */
-typedef char *(*log_filter_fn)(const char *line);
-void log_set_filter(log_filter_fn filter);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
