@@ -26,7 +26,7 @@ static const char *const common_calls[] = {
 
 static const char *const extract_calls[] = {
 	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
-	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate",
+	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate", "umask",
 };
 
 static void report_denied(int signal_number, siginfo_t *info, void *context)

@@ -168,11 +168,11 @@ static bool put_in_place(struct extract *extract, const char *temporary, const c
 	return fail(extract, "renaming into place", error);
 }
 
-static bool copy_data(struct extract *extract, int fd, int64_t size)
+static bool copy_data(struct extract *extract, int fd, struct archive_entry *entry)
 {
 	const void *block;
 	size_t length;
-	la_int64_t offset;
+	la_int64_t offset, end = 0;
 	int status;
 	while ((status = archive_read_data_block(extract->archive, &block, &length, &offset)) ==
 	       ARCHIVE_OK) {
@@ -186,6 +186,7 @@ static bool copy_data(struct extract *extract, int fd, int64_t size)
 			offset += wrote;
 			extract->result->bytes += (uint64_t)wrote;
 		}
+		end = offset;
 	}
 	if (status != ARCHIVE_EOF) {
 		snprintf(extract->result->message, sizeof extract->result->message,
@@ -194,39 +195,45 @@ static bool copy_data(struct extract *extract, int fd, int64_t size)
 		extract->result->refused = true;
 		return false;
 	}
-	/* Sparse entries end in a hole: the size makes it, no data is written. */
-	if (ftruncate(fd, size) < 0)
+	/* Sparse entries may end in a hole: the size makes it, no data is written. */
+	if (end < archive_entry_size(entry) && ftruncate(fd, archive_entry_size(entry)) < 0)
 		return fail(extract, "sizing", errno);
 	return true;
 }
 
+/* A new name is written in place (nothing good to protect there; it is
+ * removed again on failure); an existing one is replaced through a
+ * temporary file renamed over it once complete. */
 static bool extract_file(struct extract *extract, struct archive_entry *entry, const char *leaf)
 {
-	char temporary[256];
-	temporary_name(leaf, temporary, sizeof temporary);
-	int fd = openat(extract->parent_fd, temporary,
-			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return fail(extract, "creating", errno);
 	/* Set-id bits are dropped: an upload never makes a privileged program. */
 	mode_t mode = archive_entry_perm(entry) & 01777;
+	char temporary[256];
+	const char *name = leaf;
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(extract->parent_fd, leaf, flags, mode);
+	if (fd < 0 && errno == EEXIST) {
+		temporary_name(leaf, temporary, sizeof temporary);
+		name = temporary;
+		fd = openat(extract->parent_fd, temporary, flags, mode);
+	}
+	if (fd < 0)
+		return fail(extract, "creating", errno);
 	struct timespec times[2] = {
 		{.tv_nsec = UTIME_OMIT},
 		{.tv_sec = archive_entry_mtime(entry), .tv_nsec = archive_entry_mtime_nsec(entry)},
 	};
-	bool ok = copy_data(extract, fd, archive_entry_size(entry));
-	if (ok) {
+	bool ok = copy_data(extract, fd, entry);
+	if (ok)
 		apply_owner(extract, fd, NULL);
-		ok = fchmod(fd, mode) == 0 || fail(extract, "setting its mode", errno);
-	}
 	if (ok && archive_entry_mtime_is_set(entry))
 		futimens(fd, times);
 	close(fd);
 	if (!ok) {
-		unlinkat(extract->parent_fd, temporary, 0);
+		unlinkat(extract->parent_fd, name, 0);
 		return false;
 	}
-	return put_in_place(extract, temporary, leaf);
+	return name == leaf || put_in_place(extract, temporary, leaf);
 }
 
 static bool extract_symlink(struct extract *extract, struct archive_entry *entry, const char *leaf)
@@ -326,6 +333,7 @@ bool archive_extract(const struct archive_extract_options *options,
 {
 	memset(result, 0, sizeof *result);
 	struct extract extract = {.options = options, .result = result, .parent_fd = -1};
+	umask(0); /* modes come from the archive, exactly */
 	extract.archive = archive_read_new();
 	archive_read_support_filter_gzip(extract.archive);
 	archive_read_support_filter_none(extract.archive);
