@@ -24,7 +24,7 @@
 #include "archive-run.h"
 #include "boxd.h"
 #include "steps.h"
-#include "sync.h"
+#include "work-path.h"
 #include "xalloc.h"
 
 #define CHUNK (256u * 1024)
@@ -265,11 +265,7 @@ static int open_in_work(const char *relative)
 	int work_fd = open(boxd_config()->work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (work_fd < 0)
 		return -1;
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, work_fd, relative[0] ? relative : ".", &how, sizeof how);
+	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_NONBLOCK);
 	int saved = errno;
 	close(work_fd);
 	errno = saved;
@@ -285,7 +281,7 @@ static void handle_files(struct api_request *req)
 		return;
 	}
 	const char *why = NULL;
-	char *relative = sync_dest_relative(boxd_config()->work_dir, path, &why);
+	char *relative = work_path_relative(boxd_config()->work_dir, path, &why);
 	if (!relative) {
 		api_reply_bad_request(req, "the path %s %s", path, why);
 		return;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -12,6 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "api.h"
+#include "boxd.h"
 #include "xalloc.h"
 
 #ifndef BOXD_LIBEXECDIR
@@ -128,4 +133,154 @@ int archive_run_reap(struct archive_process *process)
 	close(process->pid_fd);
 	process->pid_fd = -1;
 	return status;
+}
+
+/* ---- a call: body in, JSON out ---- */
+
+struct archive_call {
+	struct api_request *req;
+	struct archive_process process;
+	struct event *input_event, *output_event, *exit_event;
+	const char *body; /* the request's body, while feeding it */
+	size_t body_length, body_sent;
+	char *output;
+	size_t output_length, output_limit;
+	bool output_cut, output_done, exited;
+	int status;
+	char errors[512];
+	void (*done)(struct api_request *req, const struct archive_call_result *result, void *arg);
+	void *arg;
+};
+
+static void close_call_input(struct archive_call *call)
+{
+	if (call->input_event)
+		event_free(call->input_event);
+	call->input_event = NULL;
+	if (call->process.input_fd >= 0)
+		close(call->process.input_fd);
+	call->process.input_fd = -1;
+}
+
+static void call_finish_if_done(struct archive_call *call)
+{
+	if (!call->output_done || !call->exited)
+		return;
+	close_call_input(call);
+	(void)!read(call->process.error_fd, call->errors, sizeof call->errors - 1);
+	char *newline = strchr(call->errors, '\n');
+	if (newline)
+		*newline = '\0';
+	close(call->process.error_fd);
+	close(call->process.output_fd);
+	event_free(call->output_event);
+	event_free(call->exit_event);
+	api_set_data(call->req, NULL, NULL);
+	struct archive_call_result result = {
+		.output = call->output ? call->output : "",
+		.output_length = call->output_length,
+		.output_cut = call->output_cut,
+		.status = call->status,
+		.errors = call->errors,
+	};
+	call->done(call->req, &result, call->arg);
+	free(call->output);
+	free(call);
+	/* A body of up to 64 MiB was just freed with the request: give it back. */
+	malloc_trim(0);
+}
+
+static void on_call_input(evutil_socket_t fd, short events, void *arg)
+{
+	struct archive_call *call = arg;
+	while (call->body_sent < call->body_length) {
+		ssize_t wrote = write(fd, call->body + call->body_sent,
+				      call->body_length - call->body_sent);
+		if (wrote < 0) {
+			if (errno == EAGAIN)
+				return;
+			break; /* EPIPE: the worker stopped reading; its result says why */
+		}
+		call->body_sent += (size_t)wrote;
+	}
+	close_call_input(call);
+}
+
+static void on_call_output(evutil_socket_t fd, short events, void *arg)
+{
+	struct archive_call *call = arg;
+	char buffer[16384];
+	ssize_t got = read(fd, buffer, sizeof buffer);
+	if (got < 0 && errno == EAGAIN)
+		return;
+	if (got > 0) {
+		size_t room = call->output_limit - call->output_length;
+		size_t take = (size_t)got < room ? (size_t)got : room;
+		call->output_cut |= take < (size_t)got;
+		call->output = xrealloc(call->output, call->output_length + take + 1);
+		memcpy(call->output + call->output_length, buffer, take);
+		call->output_length += take;
+		call->output[call->output_length] = '\0';
+		return;
+	}
+	event_del(call->output_event);
+	call->output_done = true;
+	call_finish_if_done(call);
+}
+
+static void on_call_exit(evutil_socket_t fd, short events, void *arg)
+{
+	struct archive_call *call = arg;
+	call->status = archive_run_reap(&call->process);
+	call->exited = true;
+	call_finish_if_done(call);
+}
+
+static void on_call_gone(struct api_request *req)
+{
+	struct archive_call *call = api_data(req);
+	if (!call)
+		return;
+	/* The body goes with the connection: stop feeding it at once. */
+	call->body = NULL;
+	call->body_length = call->body_sent = 0;
+	close_call_input(call);
+	kill(call->process.pid, SIGKILL);
+}
+
+void archive_call(struct api_request *req, const char *const args[], int input_fd,
+		  size_t output_limit,
+		  void (*done)(struct api_request *req, const struct archive_call_result *result,
+			       void *arg),
+		  void *arg)
+{
+	struct archive_call *call = xcalloc(1, sizeof *call);
+	call->req = req;
+	call->done = done;
+	call->arg = arg;
+	call->output_limit = output_limit;
+	char why[256];
+	bool started = archive_run_start(args, input_fd, &call->process, why, sizeof why);
+	if (input_fd >= 0)
+		close(input_fd);
+	if (!started) {
+		struct archive_call_result result = {.output = "", .status = -1, .errors = why};
+		done(req, &result, arg);
+		free(call);
+		return;
+	}
+	struct event_base *base = boxd_base();
+	if (call->process.input_fd >= 0) {
+		call->body = api_body(req, &call->body_length);
+		call->input_event = event_new(base, call->process.input_fd, EV_WRITE | EV_PERSIST,
+					      on_call_input, call);
+		event_add(call->input_event, NULL);
+	}
+	call->output_event = event_new(base, call->process.output_fd, EV_READ | EV_PERSIST,
+				       on_call_output, call);
+	event_add(call->output_event, NULL);
+	call->exit_event = event_new(base, call->process.pid_fd, EV_READ, on_call_exit, call);
+	event_add(call->exit_event, NULL);
+	api_set_data(req, call, NULL);
+	api_on_client_gone(req, on_call_gone);
 }

@@ -4,6 +4,7 @@
 #define BOXD_ARCHIVE_RUN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 struct archive_process {
@@ -28,3 +29,27 @@ int archive_run_reap(struct archive_process *process);
 const char *archive_run_program(void);
 
 #endif
+
+struct api_request;
+
+/* What a finished worker left: its stdout (at most the limit asked for),
+ * its exit status (-1 unknown, else as waitpid() gives it) and the first
+ * line of its stderr. */
+struct archive_call_result {
+	const char *output;
+	size_t output_length;
+	bool output_cut; /* there was more than the limit */
+	int status;
+	const char *errors;
+};
+
+/* Runs boxd-archive with `args`, feeding it the request's body (input_fd
+ * < 0) or `input_fd` (taken over) on stdin, collecting its stdout. Then
+ * done() runs on the loop, once, and must answer the request. If the client
+ * goes meanwhile the worker is killed (done() still runs; its answer is
+ * discarded). */
+void archive_call(struct api_request *req, const char *const args[], int input_fd,
+		  size_t output_limit,
+		  void (*done)(struct api_request *req, const struct archive_call_result *result,
+			       void *arg),
+		  void *arg);

@@ -1,6 +1,7 @@
 #include "archive-sandbox.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,14 @@ static const char *const common_calls[] = {
 static const char *const extract_calls[] = {
 	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
 	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate", "umask",
+};
+
+/* The diff hashes on threads and may rebuild the hash cache file. clone is
+ * allowed for threads only (below); clone3, whose flags seccomp cannot see,
+ * answers ENOSYS so glibc falls back to clone. */
+static const char *const diff_calls[] = {
+	"set_robust_list", "rseq", "mprotect", "sched_yield", "rt_sigaction",
+	"sched_getaffinity", "ftruncate", "renameat", "renameat2", "fadvise64",
 };
 
 static void report_denied(int signal_number, siginfo_t *info, void *context)
@@ -69,7 +78,14 @@ static bool install_filter(enum archive_sandbox_profile profile, char *why, size
 			      why, why_size) &&
 		  (profile != ARCHIVE_SANDBOX_EXTRACT ||
 		   allow_calls(filter, extract_calls, sizeof extract_calls / sizeof *extract_calls,
-			       why, why_size));
+			       why, why_size)) &&
+		  (profile != ARCHIVE_SANDBOX_DIFF ||
+		   allow_calls(filter, diff_calls, sizeof diff_calls / sizeof *diff_calls, why,
+			       why_size));
+	if (ok && profile == ARCHIVE_SANDBOX_DIFF)
+		ok = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)) == 0 &&
+		     seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
 	if (ok && seccomp_load(filter) < 0) {
 		snprintf(why, why_size, "seccomp_load failed");
 		ok = false;

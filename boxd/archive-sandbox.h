@@ -10,6 +10,7 @@
 enum archive_sandbox_profile {
 	ARCHIVE_SANDBOX_EXTRACT, /* write files below an already open directory */
 	ARCHIVE_SANDBOX_CREATE,  /* read files below an already open directory */
+	ARCHIVE_SANDBOX_DIFF,    /* read files, on threads; keep the hash cache */
 };
 
 /* False with a sentence in `why` when any part could not be applied; the

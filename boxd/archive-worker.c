@@ -4,15 +4,20 @@
  *
  *   boxd-archive extract WORK_DIR DEST [--user NAME]   tar.gz on stdin
  *   boxd-archive create WORK_DIR PATH                  tar.gz on stdout
+ *   boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE   manifest on stdin
  *
  * DEST and PATH are relative to WORK_DIR and may not leave it. extract
  * prints one JSON line on stdout: {"ok":true,"files":N,"bytes":N} or
- * {"error":{"code":"bad_request"|"internal","message":...}}; create writes
- * the archive, and a failure goes to stderr with exit status 1.
+ * {"error":{"code":"bad_request"|"internal","message":...}}; diff prints
+ * the API's answer ({"changed":[...]} or {"all":true}) or such an error;
+ * create writes the archive, and a failure goes to stderr with exit status 1.
+ * The diff runs here rather than in boxd so that libcrypto, its threads and
+ * the manifest's memory never weigh on boxd.
  *
  * Before reading a byte of input the worker confines itself: capabilities
  * trimmed to what its job needs (CHOWN, DAC_OVERRIDE, FOWNER to extract as
- * root for the box user; DAC_READ_SEARCH to read any file for a download),
+ * root for the box user; DAC_READ_SEARCH to read any file for a download or
+ * a diff),
  * no new privileges, and a seccomp allowlist in which everything else,
  * exec and sockets included, kills the process. If any step of that fails
  * the worker exits: it never runs unconfined.
@@ -30,14 +35,17 @@
 #include <cjson/cJSON.h>
 
 #include "archive-tgz.h"
+#include "hash-cache.h"
 #include "archive-sandbox.h"
 #include "sync.h"
+#include "work-path.h"
 #include "xalloc.h"
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: boxd-archive extract WORK_DIR DEST [--user NAME]\n"
-			"       boxd-archive create WORK_DIR PATH\n");
+			"       boxd-archive create WORK_DIR PATH\n"
+			"       boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE\n");
 	return 2;
 }
 
@@ -64,7 +72,7 @@ static void print_result(bool ok, const struct archive_extract_result *result)
 static int open_dest(int work_fd, const char *dest, struct archive_extract_result *result)
 {
 	const char *why = NULL;
-	char *relative = sync_dest_relative("/", dest[0] == '/' ? dest + 1 : dest, &why);
+	char *relative = work_path_relative("/", dest[0] == '/' ? dest + 1 : dest, &why);
 	if (!relative) {
 		snprintf(result->message, sizeof result->message, "dest %s", why);
 		result->refused = true;
@@ -73,7 +81,7 @@ static int open_dest(int work_fd, const char *dest, struct archive_extract_resul
 	int dir_fd = dup(work_fd);
 	for (char *part = strtok(relative, "/"); part && dir_fd >= 0; part = strtok(NULL, "/")) {
 		mkdirat(dir_fd, part, 0755);
-		int next = sync_open_dest(dir_fd, "/", part, &why);
+		int next = work_path_open(dir_fd, "/", part, &why);
 		close(dir_fd);
 		dir_fd = next;
 	}
@@ -116,7 +124,7 @@ static int run_extract(int work_fd, const char *dest, const char *user)
 static int run_create(int work_fd, const char *path)
 {
 	const char *why = NULL;
-	char *relative = sync_dest_relative("/", path[0] == '/' ? path + 1 : path, &why);
+	char *relative = work_path_relative("/", path[0] == '/' ? path + 1 : path, &why);
 	if (!relative || !relative[0]) {
 		fprintf(stderr, "boxd-archive: the path %s\n", relative ? "is the work dir itself" : why);
 		free(relative);
@@ -127,7 +135,7 @@ static int run_create(int work_fd, const char *path)
 	int parent_fd = work_fd;
 	if (slash) {
 		*slash = '\0';
-		parent_fd = sync_open_dest(work_fd, "/", relative, &why);
+		parent_fd = work_path_open(work_fd, "/", relative, &why);
 		if (parent_fd < 0) {
 			fprintf(stderr, "boxd-archive: cannot open the folder's parent: %s\n", strerror(errno));
 			return 1;
@@ -143,6 +151,72 @@ static int run_create(int work_fd, const char *path)
 		return 1;
 	}
 	return 0;
+}
+
+static void print_error(const char *code, const char *message)
+{
+	cJSON *json = cJSON_CreateObject();
+	cJSON *error = cJSON_AddObjectToObject(json, "error");
+	cJSON_AddStringToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "message", message);
+	char *text = cJSON_PrintUnformatted(json);
+	printf("%s\n", text);
+	free(text);
+	cJSON_Delete(json);
+}
+
+static char *read_all(int fd, size_t *length)
+{
+	size_t capacity = 1 << 16;
+	char *data = xmalloc(capacity);
+	*length = 0;
+	for (;;) {
+		ssize_t got = read(fd, data + *length, capacity - *length);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		*length += (size_t)got;
+		if (*length == capacity)
+			data = xrealloc(data, capacity *= 2);
+	}
+	return data;
+}
+
+static int run_diff(int work_fd, const char *dest, const char *limit_text, const char *cache_path)
+{
+	const char *why = NULL;
+	int dest_fd = work_path_open(work_fd, "/", dest[0] == '/' ? dest + 1 : dest, &why);
+	if (dest_fd < 0 && errno != ENOENT && errno != ENOTDIR) {
+		char message[256];
+		snprintf(message, sizeof message, "dest %s", why ? why : "leads outside the work dir");
+		print_error("bad_request", message);
+		return 1;
+	}
+	struct hash_cache *cache = hash_cache_open(cache_path);
+	char message[256];
+	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_DIFF, message, sizeof message)) {
+		print_error("internal", message);
+		return 1;
+	}
+	size_t length;
+	char *manifest = read_all(0, &length);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	struct sync_diff_result result;
+	sync_diff_run(dest_fd, manifest, length, strtoul(limit_text, NULL, 10), cache,
+		      cores < 1 ? 1 : cores > 4 ? 4 : (int)cores, &result);
+	hash_cache_close(cache);
+	free(manifest);
+	if (result.status == SYNC_OK) {
+		char *text = cJSON_PrintUnformatted(result.answer);
+		fputs(text, stdout);
+		free(text);
+		cJSON_Delete(result.answer);
+	} else {
+		print_error(result.status == SYNC_BAD_REQUEST ? "bad_request" : "internal", result.message);
+	}
+	fflush(stdout);
+	return result.status == SYNC_OK ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -161,5 +235,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "create") == 0)
 		return run_create(work_fd, argv[3]);
+	if (strcmp(argv[1], "diff") == 0 && argc == 6)
+		return run_diff(work_fd, argv[3], argv[4], argv[5]);
 	return usage();
 }

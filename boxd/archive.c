@@ -17,6 +17,7 @@
 #include <archive_entry.h>
 
 #include "safe-path.h"
+#include "work-path.h"
 #include "xalloc.h"
 
 #define PATH_LIMIT 4096
@@ -32,15 +33,6 @@ struct extract {
 	int parent_fd;             /* the entry's directory, or -1 */
 	char parent_path[PATH_LIMIT + 1];
 };
-
-static int open_beneath(int dir_fd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	return (int)syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
-}
 
 /* Names are bytes; messages are JSON text: escape what is not printable ASCII. */
 static void make_printable(const char *name, char *out, size_t out_size)
@@ -85,7 +77,7 @@ static int open_directory(struct extract *extract, const char *path)
 {
 	if (!*path)
 		return dup(extract->options->dest_fd);
-	int fd = open_beneath(extract->options->dest_fd, path, O_PATH | O_DIRECTORY);
+	int fd = work_path_open_beneath(extract->options->dest_fd, path, O_PATH | O_DIRECTORY);
 	if (fd >= 0 || errno != ENOENT)
 		return fd;
 	char partial[PATH_LIMIT + 1];
@@ -98,7 +90,7 @@ static int open_directory(struct extract *extract, const char *path)
 		if (mkdirat(dir_fd, partial, 0755) == 0 && extract->options->set_owner)
 			fchownat(dir_fd, partial, extract->options->uid, extract->options->gid,
 				 AT_SYMLINK_NOFOLLOW);
-		int next = open_beneath(dir_fd, partial, O_PATH | O_DIRECTORY);
+		int next = work_path_open_beneath(dir_fd, partial, O_PATH | O_DIRECTORY);
 		int saved = errno;
 		close(dir_fd);
 		errno = saved;
@@ -261,7 +253,7 @@ static bool extract_hardlink(struct extract *extract, const char *target_name, c
 	const char *target_leaf = slash ? slash + 1 : target;
 	if (slash)
 		*slash = '\0';
-	int target_dir = slash ? open_beneath(extract->options->dest_fd, target, O_PATH | O_DIRECTORY)
+	int target_dir = slash ? work_path_open_beneath(extract->options->dest_fd, target, O_PATH | O_DIRECTORY)
 			       : dup(extract->options->dest_fd);
 	if (target_dir < 0)
 		return refuse(extract, "is a hard link to something not inside dest");

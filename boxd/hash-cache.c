@@ -205,13 +205,14 @@ bool hash_cache_lookup(struct hash_cache *cache, const struct stat *st,
 	return hit;
 }
 
-/* Doubles the table into a new file renamed over the old one. */
-static bool cache_grow(struct hash_cache *cache)
+/* Rebuilds the table with `slots` slots in a new file renamed over the old
+ * one; starts afresh when it holds too many records to keep. */
+static bool cache_grow(struct hash_cache *cache, uint64_t new_slot_count)
 {
 	struct hash_cache bigger = {.path = xasprintf("%s.new", cache->path), .fd = -1};
 	uint64_t count = cache->header->slot_count;
 	bool fresh = cache->header->record_count >= CACHE_MAX_RECORDS;
-	if (!cache_map(&bigger, fresh ? CACHE_MIN_SLOTS : count * 2, true)) {
+	if (!cache_map(&bigger, fresh ? CACHE_MIN_SLOTS : new_slot_count, true)) {
 		free(bigger.path);
 		return false;
 	}
@@ -235,6 +236,20 @@ static bool cache_grow(struct hash_cache *cache)
 	return true;
 }
 
+void hash_cache_reserve(struct hash_cache *cache, unsigned long records)
+{
+	if (!cache)
+		return;
+	pthread_mutex_lock(&cache_lock);
+	uint64_t wanted = (cache->header->record_count + records) * 2;
+	uint64_t count = cache->header->slot_count;
+	while (count < wanted && count < 4 * (uint64_t)CACHE_MAX_RECORDS)
+		count *= 2;
+	if (count > cache->header->slot_count)
+		cache_grow(cache, count);
+	pthread_mutex_unlock(&cache_lock);
+}
+
 void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t hashed_at_ns,
 		      const unsigned char hash[ENTRY_HASH_SIZE])
 {
@@ -242,7 +257,7 @@ void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t h
 		return;
 	pthread_mutex_lock(&cache_lock);
 	if ((cache->header->record_count + 1) * 2 > cache->header->slot_count)
-		cache_grow(cache);
+		cache_grow(cache, cache->header->slot_count * 2);
 	struct cache_slot *slot = find_slot(cache, st->st_dev, st->st_ino);
 	if (slot && (cache->header->record_count + 1) * 2 <= cache->header->slot_count) {
 		if (slot->check == 0)

@@ -30,6 +30,10 @@ struct hash_cache;
 struct hash_cache *hash_cache_open(const char *path);
 void hash_cache_close(struct hash_cache *cache);
 
+/* Makes room for `records` records at once (a diff knows its entry count),
+ * instead of doubling the table several times while it runs. */
+void hash_cache_reserve(struct hash_cache *cache, unsigned long records);
+
 /* The remembered hash of the file `st` describes, or false. */
 bool hash_cache_lookup(struct hash_cache *cache, const struct stat *st,
 		       unsigned char out[ENTRY_HASH_SIZE]);

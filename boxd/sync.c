@@ -16,6 +16,7 @@
 #include "hash-cache.h"
 #include "manifest.h"
 #include "safe-path.h"
+#include "work-path.h"
 #include "xalloc.h"
 
 #define READ_BUFFER_SIZE (256u * 1024)
@@ -38,15 +39,6 @@ struct diff_job {
 	atomic_ulong changed, hashed, cache_hits;
 	atomic_bool over_limit;
 };
-
-static int open_beneath(int dir_fd, const char *path, int flags)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-	};
-	return (int)syscall(SYS_openat2, dir_fd, path, &how, sizeof how);
-}
 
 /* The entry's current hash; false when it is missing or not a regular file
  * or symbolic link (it differs then, whatever the manifest says). */
@@ -107,7 +99,7 @@ static int parent_for(struct diff_job *job, struct parent_dir *parent, const cha
 	free(parent->path);
 	parent->path = xstrndup(path, length);
 	parent->length = length;
-	parent->fd = open_beneath(job->dest_fd, parent->path, O_PATH | O_DIRECTORY);
+	parent->fd = work_path_open_beneath(job->dest_fd, parent->path, O_PATH | O_DIRECTORY);
 	return parent->fd;
 }
 
@@ -210,6 +202,7 @@ void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned lo
 	} else {
 		result->status = SYNC_OK;
 		if (dest_fd >= 0 && job.entry_count > 0) {
+			hash_cache_reserve(cache, job.entry_count);
 			if (threads < 1)
 				threads = 1;
 			if ((size_t)threads > job.entry_count / BATCH + 1)
@@ -230,45 +223,4 @@ void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned lo
 	result->cache_hits = atomic_load(&job.cache_hits);
 	free(job.entries);
 	free(arena);
-}
-
-char *sync_dest_relative(const char *work_dir, const char *dest, const char **why)
-{
-	size_t work_length = strlen(work_dir);
-	while (work_length > 1 && work_dir[work_length - 1] == '/')
-		work_length--;
-	if (dest[0] == '/') {
-		if (strncmp(dest, work_dir, work_length) != 0 ||
-		    (dest[work_length] != '/' && dest[work_length] != '\0')) {
-			*why = "is outside the work dir";
-			return NULL;
-		}
-		dest += work_length;
-		while (*dest == '/')
-			dest++;
-	}
-	char *relative = xstrdup(dest);
-	size_t length = safe_path_trim(relative, strlen(relative));
-	if (length == 0)
-		return relative;
-	*why = safe_path_check(relative, length);
-	if (*why) {
-		free(relative);
-		return NULL;
-	}
-	return relative;
-}
-
-int sync_open_dest(int work_fd, const char *work_dir, const char *dest, const char **why)
-{
-	char *relative = sync_dest_relative(work_dir, dest, why);
-	if (!relative) {
-		errno = EINVAL;
-		return -1;
-	}
-	int fd = open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_DIRECTORY);
-	int saved = errno;
-	free(relative);
-	errno = saved;
-	return fd;
 }

@@ -31,15 +31,4 @@ struct sync_diff_result {
 void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned long limit,
 		   struct hash_cache *cache, int threads, struct sync_diff_result *result);
 
-/* Opens `dest` (relative to `work_fd`, or an absolute path under
- * `work_dir`) as a directory without leaving the work dir, even through
- * symbolic links. Returns the fd, or -1 with errno: ENOENT/ENOTDIR when it
- * is not there, EXDEV when it leads out, EINVAL for a bad name (with a
- * reason in `why`). "" and "." name the work dir itself. */
-int sync_open_dest(int work_fd, const char *work_dir, const char *dest, const char **why);
-
-/* Resolves `dest` as sync_open_dest does into a normalized relative path
- * ("" for the work dir); NULL with `why` when it leaves the work dir. */
-char *sync_dest_relative(const char *work_dir, const char *dest, const char **why);
-
 #endif

@@ -11,6 +11,7 @@
 #include "hash-cache.h"
 #include "manifest.h"
 #include "sync.h"
+#include "work-path.h"
 
 static int failures;
 
@@ -145,12 +146,12 @@ int main(void)
 	free(answer);
 
 	const char *why = NULL;
-	char *relative = sync_dest_relative("/work", "/work/app/", &why);
+	char *relative = work_path_relative("/work", "/work/app/", &why);
 	CHECK(relative && strcmp(relative, "app") == 0);
 	free(relative);
-	CHECK(sync_dest_relative("/work", "/workx", &why) == NULL);
-	CHECK(sync_dest_relative("/work", "a/../..", &why) == NULL);
-	relative = sync_dest_relative("/work", "/work", &why);
+	CHECK(work_path_relative("/work", "/workx", &why) == NULL);
+	CHECK(work_path_relative("/work", "a/../..", &why) == NULL);
+	relative = work_path_relative("/work", "/work", &why);
 	CHECK(relative && relative[0] == '\0');
 	free(relative);
 
