@@ -35,7 +35,7 @@ static const char *const extract_calls[] = {
  * answers ENOSYS so glibc falls back to clone. */
 static const char *const diff_calls[] = {
 	"set_robust_list", "rseq", "mprotect", "sched_yield", "rt_sigaction",
-	"sched_getaffinity", "ftruncate", "renameat", "renameat2", "fadvise64",
+	"sched_getaffinity", "ftruncate", "rename", "renameat", "renameat2", "fadvise64",
 };
 
 static void report_denied(int signal_number, siginfo_t *info, void *context)

@@ -194,6 +194,7 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 		return 1;
 	}
 	struct hash_cache *cache = hash_cache_open(cache_path);
+	sync_map_files();
 	char message[256];
 	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_DIFF, message, sizeof message)) {
 		print_error("internal", message);

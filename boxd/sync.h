@@ -24,6 +24,11 @@ struct sync_diff_result {
 	unsigned long entries, hashed, cache_hits; /* for steps and benchmarks */
 };
 
+/* Lets the diff hash big files from mappings of the page cache, with a
+ * SIGBUS handler for files truncated meanwhile. Process-wide: for the
+ * diff worker only, never for boxd. */
+void sync_map_files(void);
+
 /* Compares `manifest` (API.md's format, `length` bytes) with the files under
  * `dest_fd`. A negative `dest_fd` means dest does not exist (answer all).
  * More than `limit` differing entries answer {"all": true}. `cache` may be

@@ -175,3 +175,15 @@ def test_dest_outside_work_dir(boxd, tmp_path):
 
 def test_limit_must_be_a_number(boxd):
     assert post_diff(boxd, "app", b"", limit="lots")[0] == 400
+
+
+def test_cache_grows_past_its_first_size(boxd):
+    # 2500 entries need more than the cache file's first 4096 slots.
+    dest = os.path.join(boxd.work_dir, "many")
+    for i in range(2500):
+        write(os.path.join(dest, f"d{i % 10}", f"f{i}"), b"%d" % i)
+    manifest = manifest_for(dest)
+    for _ in range(2):
+        assert post_diff(boxd, "many", manifest) == (200, {"changed": []})
+        time.sleep(0.05)
+    assert os.path.getsize(os.path.join(boxd.run_dir, "hash-cache")) > 4096 * 80
