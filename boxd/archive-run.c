@@ -162,6 +162,8 @@ static void close_call_input(struct archive_call *call)
 	call->process.input_fd = -1;
 }
 
+static void trim_heap(evutil_socket_t fd, short events, void *arg);
+
 static void call_finish_if_done(struct archive_call *call)
 {
 	if (!call->output_done || !call->exited)
@@ -186,7 +188,15 @@ static void call_finish_if_done(struct archive_call *call)
 	call->done(call->req, &result, call->arg);
 	free(call->output);
 	free(call);
-	/* A body of up to 64 MiB was just freed with the request: give it back. */
+	/* evhttp frees the request's body (up to 64 MiB) once the answer is
+	 * out; then hand the heap back, so one big call does not leave boxd's
+	 * resident size high. A single one-shot timer, not a poll. */
+	struct timeval later = {.tv_usec = 200 * 1000};
+	event_base_once(boxd_base(), -1, EV_TIMEOUT, trim_heap, NULL, &later);
+}
+
+static void trim_heap(evutil_socket_t fd, short events, void *arg)
+{
 	malloc_trim(0);
 }
 
