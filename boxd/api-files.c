@@ -306,6 +306,11 @@ static void handle_files(struct api_request *req)
 	if (S_ISREG(st.st_mode)) {
 		download->fd = fd;
 		send_file(req, download, &st);
+	} else if (S_ISDIR(st.st_mode) && !relative[0]) {
+		close(fd);
+		download->fd = -1;
+		api_reply_bad_request(req, "%s is the work dir itself; name a folder inside it", path);
+		download_free(download);
 	} else if (S_ISDIR(st.st_mode)) {
 		close(fd);
 		download->fd = -1;
