@@ -132,7 +132,7 @@ def main():
         print(f"tree: {len(manifest.splitlines())} files, "
               f"{sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs) / 1e6:.0f} MB")
         print(f"{'name':<22} | {'boxd':>10} | {'baseline':>10} | ratio")
-        baseline = best(lambda: baseline_compare(os.fsencode(tree), manifest), 2)
+        baseline = best(lambda: baseline_compare(os.fsencode(tree), manifest), 3)
 
         def diff():
             status, body = request(sock, "POST", "/v1/sync/diff?dest=tree", manifest,
@@ -146,7 +146,7 @@ def main():
             diff()
         row("diff cold", best(cold, 3), baseline)
         time.sleep(0.05)
-        row("diff warm", best(diff, 5), baseline)
+        row("diff warm", best(diff, 10), baseline)
         time.sleep(0.1)
         peak = rss_kib(boxd.pid, "VmHWM")
         after = rss_kib(boxd.pid)

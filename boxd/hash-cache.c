@@ -114,7 +114,8 @@ static bool cache_map(struct hash_cache *cache, uint64_t slot_count, bool fresh)
 		close(fd);
 		return false;
 	}
-	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populated at once: a diff touches pages all over the table. */
+	void *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (map == MAP_FAILED) {
 		close(fd);
 		return false;
