@@ -15,6 +15,7 @@
 #include "log.h"
 #include "notify.h"
 #include "report.h"
+#include "secrets.h"
 #include "server.h"
 
 static struct event_base *base;
@@ -99,6 +100,8 @@ static int parse_arguments(int argc, char **argv)
 static bool start_services(void)
 {
 	char error[512];
+	/* Before serving: the first answer already masks restored secrets. */
+	secrets_init(config.run_dir, config.work_dir);
 	if (!server_start(&config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
@@ -114,8 +117,10 @@ static bool start_services(void)
 static void stop_services(void)
 {
 	report_stop();
+	health_stop();
 	server_stop();
 	notify_stop();
+	secrets_shutdown();
 }
 
 int main(int argc, char **argv)

@@ -8,6 +8,7 @@
 extern const struct api_route api_health_routes[];
 extern const struct api_route api_steps_routes[];
 extern const struct api_route api_lock_routes[];
+extern const struct api_route api_secrets_routes[];
 extern const struct api_route api_sync_routes[];
 extern const struct api_route api_uploads_routes[];
 extern const struct api_route api_files_routes[];
@@ -16,6 +17,7 @@ static const struct api_route *const route_tables[] = {
 	api_health_routes,
 	api_steps_routes,
 	api_lock_routes,
+	api_secrets_routes,
 	api_sync_routes,
 	api_uploads_routes,
 	api_files_routes,

@@ -9,12 +9,14 @@
 /* One line per area; each table ends with an all-zero entry. */
 extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
+extern const struct ctl_command ctl_secrets_commands[];
 extern const struct ctl_command ctl_sync_commands[];
 extern const struct ctl_command ctl_files_commands[];
 
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
 	ctl_steps_commands,
+	ctl_secrets_commands,
 	ctl_sync_commands,
 	ctl_files_commands,
 	NULL,
