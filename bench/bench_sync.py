@@ -30,6 +30,9 @@ FILES, TARGET_BYTES = 17_000, 336_000_000
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from synclib import manifest_for  # noqa: E402
 
+sys.path.insert(0, HERE)
+import benchlib  # noqa: E402
+
 
 class Unix(http.client.HTTPConnection):
     def __init__(self, path):
@@ -100,8 +103,9 @@ def best(fn, runs):
     return min(times)
 
 
-def row(name, ours, theirs):
-    print(f"{name:<22} | {ours:8.3f} s | {theirs:8.3f} s | {ours / theirs:6.3f}", flush=True)
+def row(name, ours, theirs, target=""):
+    benchlib.row("sync: " + name, f"{ours:.3f} s", f"{theirs:.3f} s",
+                 f"{ours / theirs:.3f}" + (f" (target <= {target})" if target else ""))
 
 
 def rss_kib(pid, field="VmRSS"):
@@ -129,9 +133,8 @@ def main():
         time.sleep(0.1)
         idle = rss_kib(boxd.pid)
         manifest = manifest_for(tree)
-        print(f"tree: {len(manifest.splitlines())} files, "
-              f"{sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs) / 1e6:.0f} MB")
-        print(f"{'name':<22} | {'boxd':>10} | {'baseline':>10} | ratio")
+        size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs)
+        shape = f"{len(manifest.splitlines())} files, {size / 1e6:.0f} MB"
         baseline = best(lambda: baseline_compare(os.fsencode(tree), manifest), 3)
 
         def diff():
@@ -144,14 +147,15 @@ def main():
             if os.path.exists(cache):
                 os.remove(cache)
             diff()
-        row("diff cold", best(cold, 3), baseline)
+        row(f"diff cold ({shape}) vs py re-read+sha1", best(cold, 3), baseline, "0.6")
         time.sleep(0.05)
-        row("diff warm", best(diff, 10), baseline)
+        row("diff warm vs py re-read+sha1", best(diff, 10), baseline, "0.1")
         time.sleep(0.1)
         peak = rss_kib(boxd.pid, "VmHWM")
         after = rss_kib(boxd.pid)
+        benchlib.row("sync: boxd RSS idle / after diffs / peak", f"{idle} KiB",
+                     f"{after} / {peak} KiB", "")
         if sys.argv[1:] == ["diff"]:
-            print(f"boxd RSS: idle {idle} KiB, after the diffs {after} KiB, peak {peak} KiB")
             return
 
         archive = os.path.join(OUT, "tree.tgz")
@@ -183,7 +187,7 @@ def main():
             start = time.perf_counter()
             subprocess.run(["tar", "-xzf", archive, "-C", target], check=True)
             return time.perf_counter() - start
-        row("upload extract", min(ours_extract() for _ in range(2)), min(tar_extract() for _ in range(2)))
+        row("upload extract vs tar -xzf", min(ours_extract() for _ in range(2)), min(tar_extract() for _ in range(2)))
         shutil.rmtree(os.path.join(work, "up"), ignore_errors=True)
         shutil.rmtree(os.path.join(OUT, "tar-x"), ignore_errors=True)
 
@@ -193,8 +197,7 @@ def main():
                                            stdout=devnull, check=True), 2)
         theirs = best(lambda: subprocess.run(["tar", "-czf", "-", "-C", work, "tree"],
                                              stdout=devnull, check=True), 2)
-        row("folder download", ours, theirs)
-        print(f"boxd RSS: idle {idle} KiB, after the diffs {after} KiB, peak {peak} KiB")
+        row("folder download vs tar -czf", ours, theirs)
     finally:
         boxd.terminate()
         boxd.wait()
