@@ -22,7 +22,7 @@ static const char *const common_calls[] = {
 	"getdents64", "readlinkat",                            /* walking a folder */
 	"brk", "mmap", "munmap", "mremap", "madvise",          /* malloc */
 	"futex", "clock_gettime", "gettimeofday", "getrandom", /* libc and temp names */
-	"getpid", "rt_sigreturn", "rt_sigprocmask", "exit", "exit_group",
+	"getpid", "gettid", "rt_sigreturn", "rt_sigprocmask", "sigaltstack", "exit", "exit_group",
 };
 
 static const char *const extract_calls[] = {
@@ -72,8 +72,10 @@ static bool install_filter(enum archive_sandbox_profile profile, char *why, size
 		snprintf(why, why_size, "seccomp_init failed");
 		return false;
 	}
-	/* Harmless probes from libc (isatty on stdout) fail with an errno. */
+	/* Harmless probes fail with an errno: libc's isatty on stdout, and the
+	 * sanitizers' prctl calls in test builds. */
 	bool ok = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 0) == 0 &&
+		  seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 0) == 0 &&
 		  allow_calls(filter, common_calls, sizeof common_calls / sizeof *common_calls,
 			      why, why_size) &&
 		  (profile != ARCHIVE_SANDBOX_EXTRACT ||
