@@ -28,6 +28,7 @@ static const char *const common_calls[] = {
 static const char *const extract_calls[] = {
 	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
 	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate", "umask",
+	"rename", "nanosleep", "clock_nanosleep", /* the hash cache, after the upload */
 };
 
 /* The diff hashes on threads and may rebuild the hash cache file. clone is

@@ -22,6 +22,10 @@ struct archive_extract_options {
 	bool set_owner;   /* chown everything to uid:gid */
 	uid_t uid;
 	gid_t gid;
+	/* Optional: told the name (relative to dest) of each regular file put
+	 * in place, for the hash cache. */
+	void (*on_file)(void *arg, const char *name);
+	void *on_file_arg;
 };
 
 struct archive_extract_result {

@@ -2,7 +2,7 @@
  * folder download, so libarchive and the untrusted bytes it parses never
  * share a process with boxd.
  *
- *   boxd-archive extract WORK_DIR DEST [--user NAME]   tar.gz on stdin
+ *   boxd-archive extract WORK_DIR DEST [--user NAME] [--cache FILE]  tar.gz on stdin
  *   boxd-archive create WORK_DIR PATH                  tar.gz on stdout
  *   boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE   manifest on stdin
  *
@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: boxd-archive extract WORK_DIR DEST [--user NAME]\n"
+	fprintf(stderr, "usage: boxd-archive extract WORK_DIR DEST [--user NAME] [--cache FILE]\n"
 			"       boxd-archive create WORK_DIR PATH\n"
 			"       boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE\n");
 	return 2;
@@ -94,10 +95,56 @@ static int open_dest(int work_fd, const char *dest, struct archive_extract_resul
 	return dir_fd;
 }
 
-static int run_extract(int work_fd, const char *dest, const char *user)
+/* Uploaded files worth hashing for the cache: a bounded list, so a huge
+ * upload does not wait on hashing it all again (the next diff does it). */
+#define REMEMBER_FILES 50000
+#define REMEMBER_BYTES (256ull << 20)
+
+struct written {
+	char **names;
+	size_t count;
+	bool too_many;
+};
+
+static void note_written(void *arg, const char *name)
+{
+	struct written *written = arg;
+	if (written->count == REMEMBER_FILES) {
+		written->too_many = true;
+		return;
+	}
+	if (written->count % 1024 == 0)
+		written->names = xrealloc(written->names, (written->count + 1024) * sizeof *written->names);
+	written->names[written->count++] = xstrdup(name);
+}
+
+/* Once the clock has moved past the last file's change (so the records are
+ * not racy), hashes what was written into the cache, as a diff would. */
+static void remember_written(int dest_fd, struct written *written, uint64_t bytes,
+			     struct hash_cache *cache)
+{
+	if (cache && !written->too_many && bytes <= REMEMBER_BYTES && written->count > 0) {
+		struct timespec end;
+		clock_gettime(CLOCK_REALTIME, &end);
+		int64_t end_ns = (int64_t)end.tv_sec * 1000000000 + end.tv_nsec;
+		while (hash_cache_now_ns() <= end_ns) {
+			struct timespec pause = {.tv_nsec = 1000000};
+			nanosleep(&pause, NULL);
+		}
+		sync_remember(dest_fd, written->names, written->count, cache);
+	}
+	for (size_t i = 0; i < written->count; i++)
+		free(written->names[i]);
+	free(written->names);
+}
+
+static int run_extract(int work_fd, const char *dest, const char *user, const char *cache_path)
 {
 	struct archive_extract_result result = {0};
-	struct archive_extract_options options = {.input_fd = 0};
+	struct written written = {0};
+	struct archive_extract_options options = {
+		.input_fd = 0, .on_file = note_written, .on_file_arg = &written,
+	};
 	if (user && geteuid() == 0) {
 		struct passwd *entry = getpwnam(user);
 		if (!entry) {
@@ -110,6 +157,7 @@ static int run_extract(int work_fd, const char *dest, const char *user)
 		options.gid = entry->pw_gid;
 	}
 	options.dest_fd = open_dest(work_fd, dest, &result);
+	struct hash_cache *cache = cache_path && options.dest_fd >= 0 ? hash_cache_open(cache_path) : NULL;
 	char why[256];
 	if (options.dest_fd >= 0 && !archive_sandbox_enter(ARCHIVE_SANDBOX_EXTRACT, why, sizeof why)) {
 		snprintf(result.message, sizeof result.message, "the archive sandbox failed: %s", why);
@@ -117,6 +165,9 @@ static int run_extract(int work_fd, const char *dest, const char *user)
 		return 1;
 	}
 	bool ok = options.dest_fd >= 0 && archive_extract(&options, &result);
+	if (ok)
+		remember_written(options.dest_fd, &written, result.bytes, cache);
+	hash_cache_close(cache);
 	print_result(ok, &result);
 	return ok ? 0 : 1;
 }
@@ -231,8 +282,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[1], "extract") == 0) {
-		const char *user = argc == 6 && strcmp(argv[4], "--user") == 0 ? argv[5] : NULL;
-		return run_extract(work_fd, argv[3], user);
+		const char *user = NULL, *cache = NULL;
+		for (int i = 4; i + 1 < argc; i += 2) {
+			if (strcmp(argv[i], "--user") == 0)
+				user = argv[i + 1];
+			else if (strcmp(argv[i], "--cache") == 0)
+				cache = argv[i + 1];
+			else
+				return usage();
+		}
+		return run_extract(work_fd, argv[3], user, cache);
 	}
 	if (strcmp(argv[1], "create") == 0)
 		return run_create(work_fd, argv[3]);

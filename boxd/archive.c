@@ -225,7 +225,11 @@ static bool extract_file(struct extract *extract, struct archive_entry *entry, c
 		unlinkat(extract->parent_fd, name, 0);
 		return false;
 	}
-	return name == leaf || put_in_place(extract, temporary, leaf);
+	if (name != leaf && !put_in_place(extract, temporary, leaf))
+		return false;
+	if (extract->options->on_file)
+		extract->options->on_file(extract->options->on_file_arg, extract->name);
+	return true;
 }
 
 static bool extract_symlink(struct extract *extract, struct archive_entry *entry, const char *leaf)

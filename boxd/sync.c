@@ -202,6 +202,25 @@ static void *diff_worker(void *arg)
 	return NULL;
 }
 
+void sync_remember(int dest_fd, char *const *paths, size_t count, struct hash_cache *cache)
+{
+	struct diff_job job = {.dest_fd = dest_fd, .cache = cache};
+	struct parent_dir parent = {.fd = -1};
+	void *buffer = xmalloc(READ_BUFFER_SIZE);
+	for (size_t i = 0; i < count; i++) {
+		const char *slash = strrchr(paths[i], '/');
+		int parent_fd = parent_for(&job, &parent, paths[i],
+					   slash ? (size_t)(slash - paths[i]) : 0);
+		unsigned char hash[ENTRY_HASH_SIZE];
+		if (parent_fd >= 0)
+			hash_entry(&job, parent_fd, slash ? slash + 1 : paths[i], hash, buffer);
+	}
+	if (parent.fd >= 0)
+		close(parent.fd);
+	free(parent.path);
+	free(buffer);
+}
+
 /* Splits the manifest into entries; false with a message naming the line. */
 static bool parse_manifest(const char *manifest, size_t length, struct diff_job *job,
 			   char *arena, struct sync_diff_result *result)

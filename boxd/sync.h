@@ -36,4 +36,10 @@ void sync_map_files(void);
 void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned long limit,
 		   struct hash_cache *cache, int threads, struct sync_diff_result *result);
 
+/* Hashes the regular files `paths` (relative to `dest_fd`) into `cache`, as
+ * a diff would: after an upload, so the next diff finds them. The caller
+ * waits until the clock has moved past their last change first, or the
+ * records are racy and of no use. */
+void sync_remember(int dest_fd, char *const *paths, size_t count, struct hash_cache *cache);
+
 #endif

@@ -71,7 +71,10 @@ void upload_extract(struct api_request *req, const char *dest, int input_fd,
 	upload->dest = xstrdup(dest);
 	upload->done = done;
 	upload->done_arg = arg;
+	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
 	const char *args[] = {"extract", boxd_config()->work_dir, dest[0] ? dest : ".",
-			      "--user", boxd_config()->user ? boxd_config()->user : "root", NULL};
+			      "--user", boxd_config()->user ? boxd_config()->user : "root",
+			      "--cache", cache, NULL};
 	archive_call(req, args, input_fd, 4096, answer, upload);
+	free(cache);
 }

@@ -233,3 +233,29 @@ def test_resumable_upload_unknown_ids(boxd):
     assert boxd.call("PUT", f"/v1/uploads/{upload_id}", b"x")[0] == 400  # no Upload-Offset
     assert boxd.call("DELETE", f"/v1/uploads/{upload_id}")[0] == 200
     assert boxd.request("HEAD", f"/v1/uploads/{upload_id}").status == 404
+
+
+def cache_records(boxd):
+    import struct
+    path = os.path.join(boxd.run_dir, "hash-cache")
+    if not os.path.exists(path):
+        return 0
+    with open(path, "rb") as f:
+        magic, slots, records, _ = struct.unpack("<4Q", f.read(32))
+    return records
+
+
+def test_uploaded_files_refresh_the_hash_cache(boxd):
+    from synclib import manifest_for
+    members = [member(f"src/f{i}.js", data=b"x" * i) for i in range(5)]
+    members.append(member("link", tarfile.SYMTYPE, linkname="src/f1.js"))
+    assert upload(boxd, "app", tar_gz(members))[0] == 200
+    assert cache_records(boxd) == 5  # the regular files, hashed after the upload
+    app = os.path.join(boxd.work_dir, "app")
+    manifest = manifest_for(app)
+    status, answer = boxd.call("POST", "/v1/sync/diff?dest=app", manifest)
+    assert (status, answer) == (200, {"changed": []})
+    with open(os.path.join(app, "src", "f3.js"), "r+b") as f:  # same size, new bytes
+        f.write(b"y")
+    status, answer = boxd.call("POST", "/v1/sync/diff?dest=app", manifest)
+    assert answer == {"changed": [b"src/f3.js".hex()]}
