@@ -42,7 +42,10 @@ struct hash_cache {
 	int users;
 };
 
+/* Opening and closing share one mutex; the table itself a read-write lock,
+ * so the threads of a warm diff (lookups only) never wait on each other. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct hash_cache *shared_cache;
 
 int64_t hash_cache_now_ns(void)
@@ -193,7 +196,7 @@ bool hash_cache_lookup(struct hash_cache *cache, const struct stat *st,
 	if (!cache)
 		return false;
 	bool hit = false;
-	pthread_mutex_lock(&cache_lock);
+	pthread_rwlock_rdlock(&table_lock);
 	struct cache_slot *slot = find_slot(cache, st->st_dev, st->st_ino);
 	if (slot && slot->check != 0 && slot->check == slot_checksum(slot) &&
 	    slot->size == (uint64_t)st->st_size && slot->mode == st->st_mode &&
@@ -202,7 +205,7 @@ bool hash_cache_lookup(struct hash_cache *cache, const struct stat *st,
 		memcpy(out, slot->hash, ENTRY_HASH_SIZE);
 		hit = true;
 	}
-	pthread_mutex_unlock(&cache_lock);
+	pthread_rwlock_unlock(&table_lock);
 	return hit;
 }
 
@@ -241,14 +244,14 @@ void hash_cache_reserve(struct hash_cache *cache, unsigned long records)
 {
 	if (!cache)
 		return;
-	pthread_mutex_lock(&cache_lock);
+	pthread_rwlock_wrlock(&table_lock);
 	uint64_t wanted = (cache->header->record_count + records) * 2;
 	uint64_t count = cache->header->slot_count;
 	while (count < wanted && count < 4 * (uint64_t)CACHE_MAX_RECORDS)
 		count *= 2;
 	if (count > cache->header->slot_count)
 		cache_grow(cache, count);
-	pthread_mutex_unlock(&cache_lock);
+	pthread_rwlock_unlock(&table_lock);
 }
 
 void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t hashed_at_ns,
@@ -256,7 +259,7 @@ void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t h
 {
 	if (!cache)
 		return;
-	pthread_mutex_lock(&cache_lock);
+	pthread_rwlock_wrlock(&table_lock);
 	if ((cache->header->record_count + 1) * 2 > cache->header->slot_count)
 		cache_grow(cache, cache->header->slot_count * 2);
 	struct cache_slot *slot = find_slot(cache, st->st_dev, st->st_ino);
@@ -272,5 +275,5 @@ void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t h
 		fresh.check = slot_checksum(&fresh);
 		*slot = fresh;
 	}
-	pthread_mutex_unlock(&cache_lock);
+	pthread_rwlock_unlock(&table_lock);
 }
