@@ -12,6 +12,9 @@ extern const struct api_route api_exec_routes[];
 extern const struct api_route api_procs_routes[];
 extern const struct api_route api_screen_routes[];
 extern const struct api_route api_secrets_routes[];
+extern const struct api_route api_sync_routes[];
+extern const struct api_route api_uploads_routes[];
+extern const struct api_route api_files_routes[];
 
 static const struct api_route *const route_tables[] = {
 	api_health_routes,
@@ -21,6 +24,9 @@ static const struct api_route *const route_tables[] = {
 	api_procs_routes,
 	api_screen_routes,
 	api_secrets_routes,
+	api_sync_routes,
+	api_uploads_routes,
+	api_files_routes,
 	NULL,
 };
 

@@ -13,6 +13,8 @@ extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
 extern const struct ctl_command ctl_screen_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
+extern const struct ctl_command ctl_sync_commands[];
+extern const struct ctl_command ctl_files_commands[];
 
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
@@ -21,6 +23,8 @@ static const struct ctl_command *const command_tables[] = {
 	ctl_procs_commands,
 	ctl_screen_commands,
 	ctl_secrets_commands,
+	ctl_sync_commands,
+	ctl_files_commands,
 	NULL,
 };
 

@@ -1,0 +1,103 @@
+/* api-sync.c: POST /v1/sync/diff and POST /v1/sync/upload (API.md, "Sync
+ * and files").
+ *
+ * Both run in the boxd-archive worker, so neither libcrypto nor libarchive
+ * is ever loaded into boxd (they would double its idle resident size): the
+ * diff hashes on the worker's threads with the hash cache in RUN_DIR, the
+ * upload extracts in its sandbox. boxd only pipes the body in and the JSON
+ * answer out. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "archive-run.h"
+#include "boxd.h"
+#include "log.h"
+#include "upload.h"
+#include "work-path.h"
+#include "xalloc.h"
+
+#define DEFAULT_LIMIT "400"
+/* The largest answer: `limit` hex paths of up to 4096 bytes, and then some. */
+#define ANSWER_LIMIT (64u << 20)
+
+static void diff_answered(struct api_request *req, const struct archive_call_result *result,
+			  void *arg)
+{
+	/* The worker's answer goes out as it is: parsing and printing a long
+	 * list of paths again would only cost boxd memory. */
+	bool answered = result->status == 0 && !result->output_cut &&
+			(strncmp(result->output, "{\"changed\":", 11) == 0 ||
+			 strncmp(result->output, "{\"all\":", 7) == 0);
+	if (answered) {
+		api_reply_bytes(req, 200, "application/json", result->output, result->output_length);
+		return;
+	}
+	cJSON *json = cJSON_ParseWithLength(result->output, result->output_length);
+	cJSON *error = cJSON_GetObjectItem(json, "error");
+	if (json && !error && !result->output_cut) {
+		api_reply_json(req, 200, json); /* an answer, though the exit was not clean */
+		return;
+	}
+	if (error) {
+		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(error, "code"));
+		const char *message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
+		bool refused = code && strcmp(code, "bad_request") == 0;
+		api_reply_error(req, refused ? 400 : 500, refused ? "bad_request" : "internal", "%s",
+				message ? message : "the diff failed");
+	} else {
+		api_reply_error(req, 500, "internal", "the diff worker stopped without an answer (status %d%s%s)",
+				result->status, result->errors[0] ? ": " : "", result->errors);
+	}
+	cJSON_Delete(json);
+}
+
+static void handle_diff(struct api_request *req)
+{
+	const char *dest = api_query(req, "dest");
+	if (!dest) {
+		api_reply_bad_request(req, "the dest query parameter is missing (a folder under the work dir)");
+		return;
+	}
+	const char *why = NULL;
+	char *relative = work_path_relative(boxd_config()->work_dir, dest, &why);
+	if (!relative) {
+		api_reply_bad_request(req, "dest %s", why);
+		return;
+	}
+	const char *limit = api_query(req, "limit");
+	if (!limit)
+		limit = DEFAULT_LIMIT;
+	char *end;
+	errno = 0;
+	(void)strtoul(limit, &end, 10);
+	if (errno || end == limit || *end || limit[0] == '-' || limit[0] == '+') {
+		free(relative);
+		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
+		return;
+	}
+	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
+	const char *args[] = {"diff", boxd_config()->work_dir, relative[0] ? relative : ".", limit,
+			      cache, NULL};
+	archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
+	free(cache);
+	free(relative);
+}
+
+static void handle_upload(struct api_request *req)
+{
+	char *dest = upload_dest(req);
+	if (!dest)
+		return;
+	upload_extract(req, dest, -1, NULL, NULL);
+	free(dest);
+}
+
+const struct api_route api_sync_routes[] = {
+	{"POST", "/v1/sync/diff", 0, API_MAX_BODY, handle_diff},
+	{"POST", "/v1/sync/upload", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, API_MAX_BODY,
+	 handle_upload},
+	{0},
+};

@@ -1,0 +1,333 @@
+/* api-uploads.c: resumable uploads (API.md, "Sync and files"), for archives
+ * of any size: POST /v1/uploads?dest=DIR, PUT /v1/uploads/{id} with
+ * Upload-Offset, HEAD /v1/uploads/{id}, POST /v1/uploads/{id}/finish, and
+ * DELETE /v1/uploads/{id} to give one up.
+ *
+ * Pieces are appended to WORK/.sbx/uploads/<id>.part on disk (never held in
+ * memory beyond the piece in flight), beside <id>.dest naming the
+ * destination; the state is those two files, so an upload survives a boxd
+ * restart. Finish hands the file to the archive worker as its stdin.
+ * Uploads untouched for a day are removed when a new one starts. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "boxd.h"
+#include "manifest.h"
+#include "upload.h"
+#include "xalloc.h"
+
+#define ID_LENGTH 32
+#define STALE_SECONDS (24 * 3600)
+#define BUSY_LIMIT 16
+
+/* Ids with a piece being written or an extraction running. */
+static char busy_ids[BUSY_LIMIT][ID_LENGTH + 1];
+
+static bool busy_claim(const char *id)
+{
+	int free_slot = -1;
+	for (int i = 0; i < BUSY_LIMIT; i++) {
+		if (strcmp(busy_ids[i], id) == 0)
+			return false;
+		if (!busy_ids[i][0] && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return false;
+	strcpy(busy_ids[free_slot], id);
+	return true;
+}
+
+static void busy_release(const char *id)
+{
+	for (int i = 0; i < BUSY_LIMIT; i++)
+		if (strcmp(busy_ids[i], id) == 0)
+			busy_ids[i][0] = '\0';
+}
+
+static char *spool_dir(void)
+{
+	return xasprintf("%s/.sbx/uploads", boxd_config()->work_dir);
+}
+
+static char *spool_file(const char *id, const char *suffix)
+{
+	return xasprintf("%s/.sbx/uploads/%s.%s", boxd_config()->work_dir, id, suffix);
+}
+
+/* The {id} segment, checked (32 hex digits), or NULL after answering. */
+static const char *upload_id(struct api_request *req)
+{
+	const char *id = api_param(req, 0);
+	bool valid = id && strlen(id) == ID_LENGTH;
+	for (int i = 0; valid && i < ID_LENGTH; i++)
+		valid = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
+	char *part = valid ? spool_file(id, "part") : NULL;
+	bool exists = part && access(part, F_OK) == 0;
+	free(part);
+	if (!exists) {
+		api_reply_not_found(req, "no upload %s: start one with POST /v1/uploads?dest=DIR",
+				    valid ? id : "with that id");
+		return NULL;
+	}
+	return id;
+}
+
+static void remove_stale(const char *dir_path)
+{
+	DIR *dir = opendir(dir_path);
+	if (!dir)
+		return;
+	time_t now = time(NULL);
+	struct dirent *entry;
+	while ((entry = readdir(dir))) {
+		struct stat st;
+		if (entry->d_name[0] != '.' && fstatat(dirfd(dir), entry->d_name, &st, 0) == 0 &&
+		    now - st.st_mtime > STALE_SECONDS)
+			unlinkat(dirfd(dir), entry->d_name, 0);
+	}
+	closedir(dir);
+}
+
+static void handle_create(struct api_request *req)
+{
+	char *dest = upload_dest(req);
+	if (!dest)
+		return;
+	char *dir = spool_dir();
+	char *sbx = xasprintf("%s/.sbx", boxd_config()->work_dir);
+	mkdir(sbx, 0755);
+	mkdir(dir, 0700);
+	free(sbx);
+	remove_stale(dir);
+	free(dir);
+	unsigned char random[ID_LENGTH / 2];
+	char id[ID_LENGTH + 1];
+	if (getrandom(random, sizeof random, 0) != sizeof random) {
+		free(dest);
+		api_reply_error(req, 500, "internal", "no randomness for an upload id: %s", strerror(errno));
+		return;
+	}
+	manifest_hex_encode(random, sizeof random, id);
+	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	FILE *file = fopen(dest_path, "wxe");
+	int part = open(part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	bool ok = file && part >= 0 && fputs(dest, file) >= 0;
+	if (file && fclose(file) != 0)
+		ok = false;
+	if (part >= 0)
+		close(part);
+	if (!ok) {
+		unlink(dest_path);
+		unlink(part_path);
+		api_reply_error(req, 500, "internal", "cannot make the upload's files under %s/.sbx/uploads: %s",
+				boxd_config()->work_dir, strerror(errno));
+	} else {
+		cJSON *answer = cJSON_CreateObject();
+		cJSON_AddStringToObject(answer, "uploadId", id);
+		api_reply_json(req, 200, answer);
+	}
+	free(dest_path);
+	free(part_path);
+	free(dest);
+}
+
+struct piece {
+	struct api_request *req;
+	char id[ID_LENGTH + 1];
+	int fd;
+	const char *data;
+	size_t length;
+	off_t offset;
+	int error;
+};
+
+static void piece_write(void *arg)
+{
+	struct piece *piece = arg;
+	size_t done = 0;
+	while (done < piece->length) {
+		ssize_t wrote = pwrite(piece->fd, piece->data + done, piece->length - done,
+				       piece->offset + (off_t)done);
+		if (wrote < 0) {
+			if (errno == EINTR)
+				continue;
+			piece->error = errno;
+			/* Nothing half-done: the offset stays where it was. */
+			(void)!ftruncate(piece->fd, piece->offset);
+			return;
+		}
+		done += (size_t)wrote;
+	}
+}
+
+static void piece_done(void *arg)
+{
+	struct piece *piece = arg;
+	close(piece->fd);
+	busy_release(piece->id);
+	if (piece->error) {
+		api_reply_error(piece->req, 500, "internal", "cannot store the piece: %s",
+				strerror(piece->error));
+	} else {
+		cJSON *answer = cJSON_CreateObject();
+		cJSON_AddNumberToObject(answer, "offset", (double)(piece->offset + (off_t)piece->length));
+		api_reply_json(piece->req, 200, answer);
+	}
+	free(piece);
+}
+
+static void handle_put(struct api_request *req)
+{
+	const char *id = upload_id(req);
+	if (!id)
+		return;
+	const char *offset_text = api_header(req, "Upload-Offset");
+	char *end = NULL;
+	long long offset = offset_text ? strtoll(offset_text, &end, 10) : -1;
+	if (!offset_text || end == offset_text || *end || offset < 0) {
+		api_reply_bad_request(req, "the Upload-Offset header must give the byte offset of this piece");
+		return;
+	}
+	if (!busy_claim(id)) {
+		api_reply_error(req, 409, "conflict", "upload %s is busy with another piece; retry when it is done", id);
+		return;
+	}
+	char *part_path = spool_file(id, "part");
+	int fd = open(part_path, O_WRONLY | O_CLOEXEC);
+	free(part_path);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		busy_release(id);
+		if (fd >= 0)
+			close(fd);
+		api_reply_error(req, 500, "internal", "cannot open upload %s: %s", id, strerror(errno));
+		return;
+	}
+	if (st.st_size != offset) {
+		busy_release(id);
+		close(fd);
+		char header[32];
+		snprintf(header, sizeof header, "%lld", (long long)st.st_size);
+		api_add_header(req, "Upload-Offset", header);
+		api_reply_error(req, 409, "conflict", "upload %s has %lld bytes; send the piece at Upload-Offset: %lld",
+				id, (long long)st.st_size, (long long)st.st_size);
+		return;
+	}
+	struct piece *piece = xcalloc(1, sizeof *piece);
+	piece->req = req;
+	strcpy(piece->id, id);
+	piece->fd = fd;
+	piece->offset = offset;
+	/* The body stays valid until the answer; the write is on its own
+	 * thread so a 64 MiB piece does not stall the loop. */
+	piece->data = api_body(req, &piece->length);
+	/* Written here, on the loop: the body belongs to the connection, which
+	 * may go at any moment, and copying it for a thread would cost as much
+	 * as the write into the page cache does. */
+	piece_write(piece);
+	piece_done(piece);
+}
+
+static void handle_head(struct api_request *req)
+{
+	const char *id = upload_id(req);
+	if (!id)
+		return;
+	char *part_path = spool_file(id, "part");
+	struct stat st;
+	int status = stat(part_path, &st);
+	free(part_path);
+	if (status < 0) {
+		api_reply_not_found(req, "no upload %s", id);
+		return;
+	}
+	char header[32];
+	snprintf(header, sizeof header, "%lld", (long long)st.st_size);
+	api_add_header(req, "Upload-Offset", header);
+	api_add_header(req, "Cache-Control", "no-store");
+	api_reply_bytes(req, 200, "application/octet-stream", "", 0);
+}
+
+static void remove_upload(const char *id)
+{
+	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	unlink(part_path);
+	unlink(dest_path);
+	free(dest_path);
+	free(part_path);
+}
+
+static void finish_done(void *arg, bool ok)
+{
+	char *id = arg;
+	busy_release(id);
+	if (ok)
+		remove_upload(id);
+	free(id);
+}
+
+static void handle_finish(struct api_request *req)
+{
+	const char *id = upload_id(req);
+	if (!id)
+		return;
+	if (!busy_claim(id)) {
+		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when its piece is stored", id);
+		return;
+	}
+	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	char dest[4096] = "";
+	FILE *file = fopen(dest_path, "re");
+	bool have_dest = file && !ferror(file);
+	if (file) {
+		dest[fread(dest, 1, sizeof dest - 1, file)] = '\0';
+		have_dest = !ferror(file);
+		fclose(file);
+	}
+	int fd = open(part_path, O_RDONLY | O_CLOEXEC);
+	free(dest_path);
+	free(part_path);
+	if (!have_dest || fd < 0) {
+		busy_release(id);
+		if (fd >= 0)
+			close(fd);
+		api_reply_error(req, 500, "internal", "upload %s lost its files under .sbx/uploads", id);
+		return;
+	}
+	upload_extract(req, dest, fd, finish_done, xstrdup(id));
+}
+
+static void handle_delete(struct api_request *req)
+{
+	const char *id = upload_id(req);
+	if (!id)
+		return;
+	if (!busy_claim(id)) {
+		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when it is done", id);
+		return;
+	}
+	remove_upload(id);
+	busy_release(id);
+	cJSON *answer = cJSON_CreateObject();
+	cJSON_AddBoolToObject(answer, "ok", true);
+	api_reply_json(req, 200, answer);
+}
+
+const struct api_route api_uploads_routes[] = {
+	{"POST", "/v1/uploads", API_REFUSED_WHILE_LOCKED, 0, handle_create},
+	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED, API_MAX_BODY, handle_put},
+	{"HEAD", "/v1/uploads/{}", 0, 0, handle_head},
+	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_finish},
+	{"DELETE", "/v1/uploads/{}", 0, 0, handle_delete},
+	{0},
+};

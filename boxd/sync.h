@@ -1,0 +1,45 @@
+/* sync.h: which manifest entries differ from what is under a destination
+ * (POST /v1/sync/diff). Pure engine: no event loop, no HTTP. It blocks while
+ * it hashes, so boxd runs it on a worker thread (api-sync.c). */
+#ifndef BOXD_SYNC_H
+#define BOXD_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct hash_cache;
+
+enum sync_status {
+	SYNC_OK,          /* answer holds {"changed": [...]} or {"all": true} */
+	SYNC_BAD_REQUEST, /* message says which line or why */
+	SYNC_FAILED,      /* message says what broke */
+};
+
+struct sync_diff_result {
+	enum sync_status status;
+	cJSON *answer; /* caller frees; NULL unless SYNC_OK */
+	char message[256];
+	unsigned long entries, hashed, cache_hits; /* for steps and benchmarks */
+};
+
+/* Lets the diff hash big files from mappings of the page cache, with a
+ * SIGBUS handler for files truncated meanwhile. Process-wide: for the
+ * diff worker only, never for boxd. */
+void sync_map_files(void);
+
+/* Compares `manifest` (API.md's format, `length` bytes) with the files under
+ * `dest_fd`. A negative `dest_fd` means dest does not exist (answer all).
+ * More than `limit` differing entries answer {"all": true}. `cache` may be
+ * NULL. Uses up to `threads` threads (the caller's included). */
+void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned long limit,
+		   struct hash_cache *cache, int threads, struct sync_diff_result *result);
+
+/* Hashes the regular files `paths` (relative to `dest_fd`) into `cache`, as
+ * a diff would: after an upload, so the next diff finds them. The caller
+ * waits until the clock has moved past their last change first, or the
+ * records are racy and of no use. */
+void sync_remember(int dest_fd, char *const *paths, size_t count, struct hash_cache *cache);
+
+#endif

@@ -1,0 +1,261 @@
+"""POST /v1/sync/upload and /v1/uploads: extraction, hostile archives,
+resumable uploads."""
+import gzip
+import os
+import socket
+import stat
+import subprocess
+import tarfile
+
+import pytest
+
+from synclib import member, snapshot, tar_gz
+
+
+def upload(boxd, dest, data, timeout=120):
+    return boxd.call("POST", f"/v1/sync/upload?dest={dest}", data,
+                     headers={"Content-Type": "application/gzip"}, timeout=timeout)
+
+
+def outside_of(boxd, tmp_path):
+    """A directory beside the work dir that hostile archives aim at."""
+    target = tmp_path / "outside"
+    target.mkdir(exist_ok=True)
+    (target / "victim").write_bytes(b"untouched")
+    return target
+
+
+def test_extracts_with_modes_links_and_nesting(boxd):
+    data = tar_gz([
+        member("./", tarfile.DIRTYPE, mode=0o755),
+        member("./bin/", tarfile.DIRTYPE, mode=0o755),
+        member("./bin/run.sh", data=b"#!/bin/sh\n", mode=0o755),
+        member("./README", data=b"hi\n", mode=0o644),
+        member("./setuid", data=b"x", mode=0o4755),
+        member("./link", tarfile.SYMTYPE, linkname="README"),
+        member("./hard", tarfile.LNKTYPE, linkname="./README"),
+        member("caf\udce9", data=b"latin-1\n"),
+    ])
+    status, answer = upload(boxd, "app", data)
+    assert status == 200, answer
+    assert answer == {"ok": True, "dest": "app", "files": 6, "bytes": 22}
+    app = os.path.join(boxd.work_dir, "app")
+    assert stat.S_IMODE(os.stat(os.path.join(app, "bin/run.sh")).st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(os.path.join(app, "README")).st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(os.path.join(app, "setuid")).st_mode) == 0o755  # set-id dropped
+    assert os.readlink(os.path.join(app, "link")) == "README"
+    assert os.stat(os.path.join(app, "hard")).st_ino == os.stat(os.path.join(app, "README")).st_ino
+    assert open(os.path.join(os.fsencode(app), b"caf\xe9"), "rb").read() == b"latin-1\n"
+    assert os.stat(os.path.join(app, "README")).st_mtime == 1_700_000_000
+    # Over what is there; what the archive does not name stays.
+    status, answer = upload(boxd, "app", tar_gz([member("README", data=b"new\n")]))
+    assert status == 200 and answer["files"] == 1
+    assert open(os.path.join(app, "README"), "rb").read() == b"new\n"
+    assert os.path.exists(os.path.join(app, "bin/run.sh"))
+    assert not [n for n in os.listdir(app) if ".boxd-" in n]
+    kinds = [s["kind"] for s in boxd.call("GET", "/v1/steps")[1]["steps"]]
+    assert "upload" in kinds
+
+
+HOSTILE = {
+    "absolute": [member("/abs-victim", data=b"x")],
+    "dotdot": [member("../outside/victim", data=b"pwned")],
+    "dotdot-inside": [member("a/../../outside/victim", data=b"pwned")],
+    "symlink-then-write": [member("esc", tarfile.SYMTYPE, linkname="{outside}"),
+                           member("esc/victim", data=b"pwned")],
+    "relative-symlink-then-write": [member("esc", tarfile.SYMTYPE, linkname="../../outside"),
+                                    member("esc/victim", data=b"pwned")],
+    "hardlink-outside-absolute": [member("h", tarfile.LNKTYPE, linkname="{outside}/victim")],
+    "hardlink-outside-dotdot": [member("h", tarfile.LNKTYPE, linkname="../outside/victim")],
+    "hardlink-through-symlink": [member("esc", tarfile.SYMTYPE, linkname="{outside}"),
+                                 member("h", tarfile.LNKTYPE, linkname="esc/victim")],
+    "char-device": [member("null", tarfile.CHRTYPE)],
+    "block-device": [member("disk", tarfile.BLKTYPE)],
+    "fifo": [member("pipe", tarfile.FIFOTYPE)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_archives_are_refused(boxd, tmp_path, case):
+    outside = outside_of(boxd, tmp_path)
+    os.makedirs(os.path.join(boxd.work_dir, "app"))
+    members = []
+    for info, data in HOSTILE[case]:
+        info.linkname = info.linkname.replace("{outside}", str(outside))
+        members.append((info, data))
+    before = snapshot(str(tmp_path), skip=os.path.join(boxd.work_dir, "app"))
+    status, answer = upload(boxd, "app", tar_gz(members))
+    assert status == 400, answer
+    assert answer["error"]["code"] == "bad_request"
+    assert "archive entry" in answer["error"]["message"]
+    after = snapshot(str(tmp_path), skip=os.path.join(boxd.work_dir, "app"))
+    after.pop(boxd.log_path, None), before.pop(boxd.log_path, None)
+    for run_file in [p for p in set(before) | set(after) if p.startswith(boxd.run_dir)]:
+        before.pop(run_file, None), after.pop(run_file, None)
+    assert before == after
+    assert open(outside / "victim", "rb").read() == b"untouched"
+    assert not os.path.exists("/abs-victim")
+
+
+def test_truncated_gzip_keeps_the_old_file(boxd):
+    app = os.path.join(boxd.work_dir, "app")
+    os.makedirs(app)
+    with open(os.path.join(app, "keep.txt"), "wb") as f:
+        f.write(b"old and good")
+    data = tar_gz([member("first.txt", data=b"1"), member("keep.txt", data=os.urandom(200_000))])
+    status, answer = upload(boxd, "app", data[: len(data) // 2])
+    assert status == 400, answer
+    assert "truncated" in answer["error"]["message"] or "complete" in answer["error"]["message"]
+    assert open(os.path.join(app, "keep.txt"), "rb").read() == b"old and good"
+    assert not [n for n in os.listdir(app) if ".boxd-" in n]
+
+
+def test_garbage_is_refused(boxd):
+    status, answer = upload(boxd, "app", b"this is not a tar.gz at all" * 100)
+    assert status == 400, answer
+    status, answer = upload(boxd, "app", gzip.compress(b"not a tar" * 1000))
+    assert status == 400, answer
+
+
+def test_dest_leaving_work_dir(boxd, tmp_path):
+    outside_of(boxd, tmp_path)
+    os.symlink(str(tmp_path / "outside"), os.path.join(boxd.work_dir, "esc"))
+    for dest in ["../outside", "esc", "esc/deeper", "/etc"]:
+        status, answer = upload(boxd, dest, tar_gz([member("victim", data=b"pwned")]))
+        assert status == 400, (dest, answer)
+    assert open(tmp_path / "outside" / "victim", "rb").read() == b"untouched"
+
+
+def test_file_where_a_directory_is(boxd):
+    os.makedirs(os.path.join(boxd.work_dir, "app", "thing", "inside"))
+    status, answer = upload(boxd, "app", tar_gz([member("thing", data=b"x")]))
+    assert status == 400 and "thing" in answer["error"]["message"]
+
+
+def test_tar_bomb_of_empty_files(boxd, tmp_path):
+    import io
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=1) as tar:
+        info = tarfile.TarInfo()
+        for i in range(100_000):
+            info.name = f"f{i}"
+            tar.addfile(info)
+    status, answer = upload(boxd, "bomb", out.getvalue(), timeout=300)
+    assert status == 200, answer
+    assert answer["files"] == 100_000 and answer["bytes"] == 0
+    assert len(os.listdir(os.path.join(boxd.work_dir, "bomb"))) == 100_000
+
+
+def test_sparse_ten_gib_entry(boxd, tmp_path):
+    source = tmp_path / "sparse"
+    source.mkdir()
+    with open(source / "big", "wb") as f:
+        f.truncate(10 << 30)
+        f.seek(5 << 30)
+        f.write(b"middle")
+    archive = tmp_path / "sparse.tgz"
+    subprocess.run(["tar", "--sparse", "-czf", str(archive), "-C", str(source), "big"], check=True)
+    assert archive.stat().st_size < 1 << 20
+    status, answer = upload(boxd, "sparse", archive.read_bytes(), timeout=300)
+    assert status == 200, answer
+    big = os.path.join(boxd.work_dir, "sparse", "big")
+    st = os.stat(big)
+    assert st.st_size == 10 << 30
+    assert st.st_blocks * 512 < 64 << 20  # holes stayed holes
+    with open(big, "rb") as f:
+        f.seek(5 << 30)
+        assert f.read(6) == b"middle"
+
+
+def test_locked_upload_is_refused(boxd):
+    assert boxd.call("PUT", "/v1/lock", {"locked": True})[0] == 200
+    status, answer = upload(boxd, "app", tar_gz([member("a", data=b"a")]))
+    assert status == 423 and answer["error"]["code"] == "locked"
+    assert boxd.call("POST", "/v1/uploads?dest=app")[0] == 423
+    assert boxd.call("PUT", "/v1/lock", {"locked": False})[0] == 200
+
+
+def test_single_request_limit(boxd):
+    # boxd answers from the headers alone, without reading 64 MiB first.
+    raw = socket.socket(socket.AF_UNIX)
+    raw.settimeout(30)
+    raw.connect(boxd.socket)
+    raw.sendall(b"POST /v1/sync/upload?dest=app HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/gzip\r\nContent-Length: %d\r\n\r\n" % ((64 << 20) + 1)
+                + b"\0" * 65536)
+    answer = raw.recv(4096)
+    raw.close()
+    assert answer.startswith(b"HTTP/1.1 413")
+
+
+def put_piece(boxd, upload_id, offset, data):
+    return boxd.call("PUT", f"/v1/uploads/{upload_id}", data,
+                     headers={"Upload-Offset": str(offset), "Content-Type": "application/octet-stream"})
+
+
+def test_resumable_upload_interrupted_and_resumed(boxd):
+    files = [member(f"dir/f{i}", data=os.urandom(50_000)) for i in range(40)]
+    data = tar_gz(files)
+    status, answer = boxd.call("POST", "/v1/uploads?dest=big")
+    assert status == 200, answer
+    upload_id = answer["uploadId"]
+    third = len(data) // 3
+    assert put_piece(boxd, upload_id, 0, data[:third]) == (200, {"offset": third})
+    # A piece cut off mid-body: nothing of it counts.
+    raw = socket.socket(socket.AF_UNIX)
+    raw.connect(boxd.socket)
+    raw.sendall(b"PUT /v1/uploads/%s HTTP/1.1\r\nHost: x\r\nUpload-Offset: %d\r\n"
+                b"Content-Length: %d\r\n\r\n" % (upload_id.encode(), third, len(data) - third)
+                + data[third:third + 1000])
+    raw.close()
+    response = boxd.request("HEAD", f"/v1/uploads/{upload_id}")
+    assert response.status == 200 and response.headers["upload-offset"] == str(third)
+    # The wrong offset is refused with the right one.
+    status, answer = put_piece(boxd, upload_id, third + 5, data[third + 5:])
+    assert status == 409 and str(third) in answer["error"]["message"]
+    assert put_piece(boxd, upload_id, third, data[third:2 * third])[1] == {"offset": 2 * third}
+    assert put_piece(boxd, upload_id, 2 * third, data[2 * third:])[1] == {"offset": len(data)}
+    status, answer = boxd.call("POST", f"/v1/uploads/{upload_id}/finish")
+    assert status == 200, answer
+    assert answer == {"ok": True, "dest": "big", "files": 40, "bytes": 40 * 50_000}
+    for info, content in files:
+        assert open(os.path.join(boxd.work_dir, "big", info.name), "rb").read() == content
+    assert boxd.call("POST", f"/v1/uploads/{upload_id}/finish")[0] == 404
+    assert os.listdir(os.path.join(boxd.work_dir, ".sbx", "uploads")) == []
+
+
+def test_resumable_upload_unknown_ids(boxd):
+    assert boxd.call("PUT", "/v1/uploads/nothex", b"x", headers={"Upload-Offset": "0"})[0] == 404
+    assert boxd.request("HEAD", "/v1/uploads/" + "0" * 32).status == 404
+    status, answer = boxd.call("POST", "/v1/uploads?dest=../x")
+    assert status == 400
+    upload_id = boxd.call("POST", "/v1/uploads?dest=x")[1]["uploadId"]
+    assert boxd.call("PUT", f"/v1/uploads/{upload_id}", b"x")[0] == 400  # no Upload-Offset
+    assert boxd.call("DELETE", f"/v1/uploads/{upload_id}")[0] == 200
+    assert boxd.request("HEAD", f"/v1/uploads/{upload_id}").status == 404
+
+
+def cache_records(boxd):
+    import struct
+    path = os.path.join(boxd.run_dir, "hash-cache")
+    if not os.path.exists(path):
+        return 0
+    with open(path, "rb") as f:
+        magic, slots, records, _ = struct.unpack("<4Q", f.read(32))
+    return records
+
+
+def test_uploaded_files_refresh_the_hash_cache(boxd):
+    from synclib import manifest_for
+    members = [member(f"src/f{i}.js", data=b"x" * i) for i in range(5)]
+    members.append(member("link", tarfile.SYMTYPE, linkname="src/f1.js"))
+    assert upload(boxd, "app", tar_gz(members))[0] == 200
+    assert cache_records(boxd) == 5  # the regular files, hashed after the upload
+    app = os.path.join(boxd.work_dir, "app")
+    manifest = manifest_for(app)
+    status, answer = boxd.call("POST", "/v1/sync/diff?dest=app", manifest)
+    assert (status, answer) == (200, {"changed": []})
+    with open(os.path.join(app, "src", "f3.js"), "r+b") as f:  # same size, new bytes
+        f.write(b"y")
+    status, answer = boxd.call("POST", "/v1/sync/diff?dest=app", manifest)
+    assert answer == {"changed": [b"src/f3.js".hex()]}

@@ -1,0 +1,167 @@
+/* The diff engine and the hash cache on a real temporary tree. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "entry-hash.h"
+#include "hash-cache.h"
+#include "manifest.h"
+#include "sync.h"
+#include "work-path.h"
+
+static int failures;
+
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static void write_file(int dir, const char *name, const char *text, mode_t mode)
+{
+	int fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	if (write(fd, text, strlen(text)) < 0)
+		abort();
+	fchmod(fd, mode);
+	close(fd);
+}
+
+static void hex_of(const unsigned char hash[20], char out[41])
+{
+	manifest_hex_encode(hash, 20, out);
+}
+
+static void add_line(char **manifest, const unsigned char hash[20], const char *path)
+{
+	char sha[41], hexpath[512];
+	hex_of(hash, sha);
+	manifest_hex_encode(path, strlen(path), hexpath);
+	size_t old = *manifest ? strlen(*manifest) : 0;
+	*manifest = realloc(*manifest, old + strlen(sha) + strlen(hexpath) + 3);
+	sprintf(*manifest + old, "%s %s\n", sha, hexpath);
+}
+
+static char *diff(int dest, const char *manifest, struct hash_cache *cache, unsigned long limit,
+		  struct sync_diff_result *result)
+{
+	sync_diff_run(dest, manifest, strlen(manifest), limit, cache, 2, result);
+	char *text = result->answer ? cJSON_PrintUnformatted(result->answer) : strdup("null");
+	cJSON_Delete(result->answer);
+	return text;
+}
+
+int main(void)
+{
+	char root[] = "/tmp/test-sync-XXXXXX";
+	if (!mkdtemp(root))
+		return 1;
+	int dest = open(root, O_RDONLY | O_DIRECTORY);
+	mkdirat(dest, "sub", 0755);
+	write_file(dest, "a.sh", "echo hi\n", 0755);
+	write_file(dest, "sub/b.txt", "bee", 0644);
+	symlinkat("nowhere", dest, "dangling");
+
+	/* The rule, by hand: the known sha1 of "f:0:" + "bee". */
+	unsigned char hash[20];
+	char sha[41];
+	int fd = openat(dest, "sub/b.txt", O_RDONLY);
+	char buffer[4096];
+	entry_hash_fd(fd, 0644, buffer, sizeof buffer, hash);
+	close(fd);
+	hex_of(hash, sha);
+	CHECK(strcmp(sha, "061b9c87fefc41a0add0a0c2ca36866730bd3bcd") == 0 || (fprintf(stderr, "got %s\n", sha), 0));
+	struct entry_hash incremental;
+	entry_hash_begin_file(&incremental, 0100744);
+	entry_hash_update(&incremental, "x", 1);
+	unsigned char other[20];
+	entry_hash_finish(&incremental, other);
+	hex_of(other, sha); /* sha1("f:100:x") */
+	CHECK(strcmp(sha, "4a50744b80d28db3b345f19ba09561c4db71b2f2") == 0 || (fprintf(stderr, "got %s\n", sha), 0));
+
+	char *manifest = NULL;
+	unsigned char a_hash[20], link_hash[20], wrong[20] = {0};
+	fd = openat(dest, "a.sh", O_RDONLY);
+	entry_hash_fd(fd, 0755, buffer, sizeof buffer, a_hash);
+	close(fd);
+	entry_hash_symlink("nowhere", 7, link_hash);
+	add_line(&manifest, a_hash, "a.sh");
+	add_line(&manifest, hash, "sub/b.txt");
+	add_line(&manifest, link_hash, "dangling");
+	add_line(&manifest, wrong, "missing");
+	add_line(&manifest, wrong, "sub"); /* a directory where the manifest has a file */
+
+	char cache_path[256];
+	snprintf(cache_path, sizeof cache_path, "%s.cache", root);
+	struct hash_cache *cache = hash_cache_open(cache_path);
+	CHECK(cache != NULL);
+	/* Past the clock tick the files were written in: not racy. */
+	usleep(30000);
+	struct sync_diff_result result;
+	char *answer = diff(dest, manifest, cache, 400, &result);
+	CHECK(strcmp(answer, "{\"changed\":[\"6d697373696e67\",\"737562\"]}") == 0 ||
+	      (fprintf(stderr, "got %s\n", answer), 0));
+	CHECK(result.hashed == 2 && result.cache_hits == 0);
+	free(answer);
+	answer = diff(dest, manifest, cache, 400, &result);
+	CHECK(result.hashed == 0 && result.cache_hits == 2);
+	free(answer);
+	/* A file whose mtime is not older than its hash is hashed every time. */
+	struct timespec future[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = time(NULL) + 3600}};
+	utimensat(dest, "a.sh", future, 0);
+	usleep(30000);
+	for (int i = 0; i < 2; i++) {
+		answer = diff(dest, manifest, cache, 400, &result);
+		CHECK(result.hashed == 1 && result.cache_hits == 1);
+		free(answer);
+	}
+	write_file(dest, "sub/b.txt", "BEE", 0644);
+	answer = diff(dest, manifest, cache, 400, &result);
+	CHECK(strstr(answer, "\"7375622f622e747874\"") != NULL);
+	free(answer);
+	fchmodat(dest, "a.sh", 0644, 0);
+	answer = diff(dest, manifest, cache, 1, &result);
+	CHECK(strcmp(answer, "{\"all\":true}") == 0 || (fprintf(stderr, "got %s\n", answer), 0));
+	free(answer);
+	answer = diff(-1, manifest, cache, 400, &result);
+	CHECK(strcmp(answer, "{\"all\":true}") == 0);
+	free(answer);
+
+	/* Hostile manifests. */
+	answer = diff(dest, "da39a3ee5e6b4b0d3255bfef95601890afd80709 2e2e2f78\n", cache, 400, &result);
+	CHECK(result.status == SYNC_BAD_REQUEST && strstr(result.message, "line 1"));
+	free(answer);
+	answer = diff(dest, "\n\nnot a line\n", cache, 400, &result);
+	CHECK(result.status == SYNC_BAD_REQUEST && strstr(result.message, "line 3"));
+	free(answer);
+	/* A symlinked directory leading out: differs, never followed. */
+	symlinkat("/etc", dest, "out");
+	answer = diff(dest, "da39a3ee5e6b4b0d3255bfef95601890afd80709 6f75742f706173737764\n", cache, 400, &result);
+	CHECK(strcmp(answer, "{\"changed\":[\"6f75742f706173737764\"]}") == 0);
+	free(answer);
+
+	const char *why = NULL;
+	char *relative = work_path_relative("/work", "/work/app/", &why);
+	CHECK(relative && strcmp(relative, "app") == 0);
+	free(relative);
+	CHECK(work_path_relative("/work", "/workx", &why) == NULL);
+	CHECK(work_path_relative("/work", "a/../..", &why) == NULL);
+	relative = work_path_relative("/work", "/work", &why);
+	CHECK(relative && relative[0] == '\0');
+	free(relative);
+
+	hash_cache_close(cache);
+	free(manifest);
+	char command[512];
+	snprintf(command, sizeof command, "rm -rf %s %s", root, cache_path);
+	if (system(command) != 0)
+		failures++;
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	return failures != 0;
+}
