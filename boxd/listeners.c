@@ -24,7 +24,9 @@ struct guard {
 	int cid_count;
 };
 
-static struct guard guards[MAX_GUARDED] = {{-1}, {-1}, {-1}, {-1}};
+static struct guard guards[MAX_GUARDED] = {
+	{.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
+};
 
 bool listeners_uid_allowed(uid_t peer_uid, uid_t own_uid)
 {

@@ -1,0 +1,123 @@
+/* ctl.c: what every boxctl subcommand shares: calling the API, printing
+ * errors the same way. */
+#include "ctl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+struct client *ctl_client(struct ctl *ctl)
+{
+	if (ctl->client)
+		return ctl->client;
+	char error[512];
+	ctl->client = client_connect(ctl->socket_path, error, sizeof error);
+	if (!ctl->client)
+		fprintf(stderr, "boxctl: %s\n", error);
+	return ctl->client;
+}
+
+int ctl_call_raw(struct ctl *ctl, const char *method, const char *path,
+		 const char *content_type, const void *body, size_t body_length,
+		 const char *extra_headers, struct client_response *response)
+{
+	struct client *client = ctl_client(ctl);
+	if (!client)
+		return CTL_API_ERROR;
+	char error[512];
+	if (!client_request(client, method, path, content_type, body, body_length, extra_headers,
+			    response, error, sizeof error)) {
+		fprintf(stderr, "boxctl: %s\n", error);
+		return CTL_API_ERROR;
+	}
+	return CTL_OK;
+}
+
+/* Prints the API's error sentence, or the status when the body has none. */
+static void print_api_error(const struct client_response *response)
+{
+	cJSON *json = cJSON_ParseWithLength(response->body, response->body_length);
+	cJSON *error = json ? cJSON_GetObjectItem(json, "error") : NULL;
+	cJSON *message = error ? cJSON_GetObjectItem(error, "message") : NULL;
+	cJSON *code = error ? cJSON_GetObjectItem(error, "code") : NULL;
+	if (cJSON_IsString(message))
+		fprintf(stderr, "boxctl: %s (%s)\n", message->valuestring,
+			cJSON_IsString(code) ? code->valuestring : "error");
+	else
+		fprintf(stderr, "boxctl: boxd answered HTTP %d\n", response->status);
+	cJSON_Delete(json);
+}
+
+int ctl_call(struct ctl *ctl, const char *method, const char *path, const cJSON *body,
+	     cJSON **answer)
+{
+	if (answer)
+		*answer = NULL;
+	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	struct client_response response;
+	int status = ctl_call_raw(ctl, method, path, text ? "application/json" : NULL, text,
+				  text ? strlen(text) : 0, NULL, &response);
+	free(text);
+	if (status != CTL_OK)
+		return status;
+	if (response.status < 200 || response.status > 299) {
+		if (ctl->json)
+			printf("%s\n", response.body);
+		else
+			print_api_error(&response);
+		client_response_free(&response);
+		return CTL_API_ERROR;
+	}
+	if (answer && response.body_length) {
+		*answer = cJSON_ParseWithLength(response.body, response.body_length);
+		if (!*answer) {
+			fprintf(stderr, "boxctl: boxd answered with JSON that does not parse\n");
+			client_response_free(&response);
+			return CTL_API_ERROR;
+		}
+	}
+	client_response_free(&response);
+	return CTL_OK;
+}
+
+bool ctl_print_json(struct ctl *ctl, const cJSON *json)
+{
+	if (!ctl->json)
+		return false;
+	char *text = cJSON_Print(json);
+	printf("%s\n", text);
+	free(text);
+	return true;
+}
+
+int ctl_usage_error(const char *command, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "boxctl %s: ", command);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	return CTL_USAGE;
+}
+
+char *ctl_url_encode(const char *text)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = xmalloc(strlen(text) * 3 + 1), *p = out;
+	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		    strchr("-_.~/", *c)) {
+			*p++ = (char)*c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[*c >> 4];
+			*p++ = hex[*c & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}

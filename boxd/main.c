@@ -1,0 +1,156 @@
+/* main.c: boxd's start, its loop and its clean shutdown. */
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "boxd.h"
+#include "clock.h"
+#include "health.h"
+#include "log.h"
+#include "notify.h"
+#include "report.h"
+#include "server.h"
+
+static struct event_base *base;
+static struct boxd_config config;
+
+struct event_base *boxd_base(void)
+{
+	return base;
+}
+
+const struct boxd_config *boxd_config(void)
+{
+	return &config;
+}
+
+static void on_stop_signal(evutil_socket_t signal_number, short what, void *arg)
+{
+	log_msg(LOG_LEVEL_INFO, "%s received; stopping", strsignal((int)signal_number));
+	notify_send("STOPPING=1");
+	event_base_loopbreak(base);
+}
+
+/* 500 concurrent clients need more than the usual 1024 descriptors. */
+static void raise_file_limit(void)
+{
+	struct rlimit limit;
+	if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+		limit.rlim_cur = limit.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &limit);
+	}
+}
+
+static bool make_dirs(const char *path, mode_t mode)
+{
+	char partial[4096];
+	snprintf(partial, sizeof partial, "%s", path);
+	for (char *slash = partial + 1; ; slash++) {
+		bool end = *slash == '\0';
+		if (*slash == '/' || end) {
+			*slash = '\0';
+			if (mkdir(partial, mode) != 0 && errno != EEXIST)
+				return false;
+			if (end)
+				return true;
+			*slash = '/';
+		}
+	}
+}
+
+static bool prepare_dirs(void)
+{
+	if (!make_dirs(config.work_dir, 0755)) {
+		log_msg(LOG_LEVEL_ERROR, "cannot create the work dir %s: %s", config.work_dir, strerror(errno));
+		return false;
+	}
+	if (!make_dirs(config.run_dir, 0755)) {
+		log_msg(LOG_LEVEL_ERROR, "cannot create the run dir %s: %s", config.run_dir, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static int parse_arguments(int argc, char **argv)
+{
+	char error[512];
+	bool show_help, show_version;
+	if (!config_parse(&config, argc, argv, error, sizeof error, &show_help, &show_version)) {
+		fprintf(stderr, "boxd: %s\n", error);
+		return 2;
+	}
+	if (show_help) {
+		config_usage(argv[0]);
+		return 0;
+	}
+	if (show_version) {
+		printf("boxd %s\n", BOXD_VERSION);
+		return 0;
+	}
+	return -1;
+}
+
+static bool start_services(void)
+{
+	char error[512];
+	if (!server_start(&config, error, sizeof error)) {
+		log_msg(LOG_LEVEL_ERROR, "%s", error);
+		return false;
+	}
+	health_init();
+	if (config.report && !report_start(config.report, config.report_interval_sec, error, sizeof error)) {
+		log_msg(LOG_LEVEL_ERROR, "%s", error);
+		return false;
+	}
+	return true;
+}
+
+static void stop_services(void)
+{
+	report_stop();
+	server_stop();
+	notify_stop();
+}
+
+int main(int argc, char **argv)
+{
+	int64_t start_us = clock_monotonic_us();
+	int early = parse_arguments(argc, argv);
+	if (early >= 0)
+		return early;
+	log_set_level(config.log_level);
+	signal(SIGPIPE, SIG_IGN);
+	raise_file_limit();
+	if (!prepare_dirs())
+		return 1;
+
+	base = event_base_new();
+	struct event *term = evsignal_new(base, SIGTERM, on_stop_signal, NULL);
+	struct event *interrupt = evsignal_new(base, SIGINT, on_stop_signal, NULL);
+	event_add(term, NULL);
+	event_add(interrupt, NULL);
+	notify_init();
+	if (!start_services()) {
+		stop_services();
+		return 1;
+	}
+	log_msg(LOG_LEVEL_INFO, "boxd %s ready in %.1f ms (work dir %s, run dir %s)", BOXD_VERSION,
+		(double)(clock_monotonic_us() - start_us) / 1000.0, config.work_dir, config.run_dir);
+	notify_send("READY=1\nSTATUS=serving on %s", config.socket_path);
+
+	event_base_dispatch(base);
+
+	stop_services();
+	event_free(term);
+	event_free(interrupt);
+	event_base_free(base);
+	config_free(&config);
+	log_msg(LOG_LEVEL_INFO, "stopped");
+	return 0;
+}

@@ -1,0 +1,88 @@
+#include "probe.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "boxd.h"
+#include "xalloc.h"
+
+/* An answer larger than this is not what a probe expects. */
+#define PROBE_MAX_ANSWER (64 * 1024)
+
+struct probe {
+	struct bufferevent *bev;
+	size_t (*answer_length)(const unsigned char *data, size_t length);
+	probe_done_fn done;
+	void *arg;
+};
+
+static void probe_finish(struct probe *probe, bool answered)
+{
+	struct evbuffer *input = bufferevent_get_input(probe->bev);
+	size_t length = evbuffer_get_length(input);
+	const unsigned char *data = length ? evbuffer_pullup(input, -1) : NULL;
+	probe->done(probe->arg, answered, data, length);
+	bufferevent_free(probe->bev);
+	free(probe);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct probe *probe = arg;
+	struct evbuffer *input = bufferevent_get_input(bev);
+	size_t length = evbuffer_get_length(input);
+	size_t wanted = probe->answer_length(evbuffer_pullup(input, -1), length);
+	if ((wanted && length >= wanted) || length > PROBE_MAX_ANSWER)
+		probe_finish(probe, wanted && length >= wanted);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct probe *probe = arg;
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	/* EOF, error or timeout: answered only if a whole answer had come. */
+	struct evbuffer *input = bufferevent_get_input(bev);
+	size_t length = evbuffer_get_length(input);
+	size_t wanted = length ? probe->answer_length(evbuffer_pullup(input, -1), length) : 0;
+	probe_finish(probe, wanted && length >= wanted);
+}
+
+static socklen_t fill_address(struct sockaddr_un *address, const char *path)
+{
+	memset(address, 0, sizeof *address);
+	address->sun_family = AF_UNIX;
+	size_t length = strlen(path);
+	if (length >= sizeof address->sun_path)
+		length = sizeof address->sun_path - 1;
+	memcpy(address->sun_path, path, length);
+	if (path[0] == '@')
+		address->sun_path[0] = '\0'; /* abstract: the length, not a NUL, ends it */
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + (path[0] == '@' ? 0 : 1));
+}
+
+void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
+{
+	struct probe *probe = xcalloc(1, sizeof *probe);
+	probe->answer_length = spec->answer_length;
+	probe->done = done;
+	probe->arg = arg;
+	probe->bev = bufferevent_socket_new(boxd_base(), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	bufferevent_setcb(probe->bev, on_read, NULL, on_event, probe);
+	struct timeval timeout = {spec->timeout_ms / 1000, (spec->timeout_ms % 1000) * 1000};
+	bufferevent_set_timeouts(probe->bev, &timeout, &timeout);
+	bufferevent_enable(probe->bev, EV_READ | EV_WRITE);
+	bufferevent_write(probe->bev, spec->request, spec->request_length);
+	struct sockaddr_un address;
+	socklen_t length = fill_address(&address, spec->path);
+	/* Callbacks are deferred, so even a connect that fails at once reports
+	 * through on_event from the loop, never from inside this call. */
+	bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length);
+}

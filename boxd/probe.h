@@ -1,0 +1,26 @@
+/* probe.h: asking a local unix-socket service whether it answers, without
+ * blocking the loop. Used for the display (the X server's setup handshake)
+ * and Docker (GET /_ping). */
+#ifndef BOXD_PROBE_H
+#define BOXD_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct probe_spec {
+	const char *path;      /* socket path; a leading '@' means the abstract namespace */
+	const void *request;   /* bytes to send once connected */
+	size_t request_length;
+	/* Returns how many bytes make the whole answer given what has arrived
+	 * (0: not known yet); the probe ends when that many have arrived. */
+	size_t (*answer_length)(const unsigned char *data, size_t length);
+	int timeout_ms;
+};
+
+/* `done` runs once on the loop: `answered` false when the socket was absent,
+ * refused, closed early or timed out. `answer` is valid during the call. */
+typedef void (*probe_done_fn)(void *arg, bool answered, const unsigned char *answer, size_t length);
+
+void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg);
+
+#endif

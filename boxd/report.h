@@ -1,0 +1,22 @@
+/* report.h: the health stream boxd writes to the control plane.
+ *
+ * With --report ADDR (vsock:CID:PORT or unix:PATH) boxd connects out and
+ * writes one JSON line per event: {"event":"ready",...health} once it serves,
+ * then {"event":"health",...health} every --report-interval seconds and when
+ * report_now() is called (a background command ended). When the peer goes
+ * away boxd reconnects after 1 s, doubling to 30 s; a reconnect is greeted
+ * with a health event at once. */
+#ifndef BOXD_REPORT_H
+#define BOXD_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Checks the address and starts connecting; false with a sentence in `error`
+ * when the address is malformed. */
+bool report_start(const char *address, int interval_sec, char *error, size_t error_size);
+/* Sends a health event now, if connected. */
+void report_now(void);
+void report_stop(void);
+
+#endif

@@ -1,0 +1,16 @@
+/* server.h: evhttp on boxd's listeners (the unix socket, vsock). */
+#ifndef BOXD_SERVER_H
+#define BOXD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* Binds the listeners and starts serving the API on the loop. A missing
+ * vsock device is a warning, not a failure. */
+bool server_start(const struct boxd_config *config, char *error, size_t error_size);
+/* Closes listeners and connections and removes the socket file. */
+void server_stop(void);
+
+#endif
