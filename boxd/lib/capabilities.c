@@ -12,9 +12,11 @@
  * CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: sync, files and logs reach any
  *   user's files under the work dir;
  * CAP_KILL: stop commands running as other users;
- * CAP_SETUID, CAP_SETGID: forked workers may switch to an unprivileged user. */
+ * CAP_SETUID, CAP_SETGID: forked workers may switch to an unprivileged user;
+ * CAP_NET_BIND_SERVICE: a --vsock-port below 1024. */
 static const cap_value_t CAPABILITIES_KEPT[] = {
 	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_KILL, CAP_SETUID, CAP_SETGID,
+	CAP_NET_BIND_SERVICE,
 };
 #define KEPT_COUNT ((int)(sizeof CAPABILITIES_KEPT / sizeof CAPABILITIES_KEPT[0]))
 
