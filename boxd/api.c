@@ -373,7 +373,7 @@ static void attach_waiter(struct request_id_entry *entry, struct evhttp_request 
 
 /* Applies the X-Request-Id rule. Returns true when the request was answered
  * (replayed, attached or refused) and the handler must not run. */
-static bool apply_request_id(struct api_request *req, const char *method, const char *raw_path)
+static bool apply_request_id(struct api_request *req, const char *method)
 {
 	const char *id = api_header(req, "X-Request-Id");
 	if (!id || !(req->route->flags & API_IDEMPOTENT))
@@ -382,7 +382,8 @@ static bool apply_request_id(struct api_request *req, const char *method, const 
 		api_reply_bad_request(req, "X-Request-Id must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -");
 		return true;
 	}
-	char *target = xasprintf("%s %s", method, raw_path);
+	/* The target is method and whole URI: one id cannot stand for two calls. */
+	char *target = xasprintf("%s %s", method, evhttp_request_get_uri(req->http));
 	struct request_id_entry *entry = request_ids_find(id);
 	if (entry && strcmp(entry->target, target) != 0) {
 		free(target);
@@ -408,7 +409,7 @@ static bool apply_request_id(struct api_request *req, const char *method, const 
 }
 
 /* The rules every route shares. True when the request was answered. */
-static bool apply_rules(struct api_request *req, const char *method, const char *raw_path)
+static bool apply_rules(struct api_request *req, const char *method)
 {
 	const struct api_route *route = req->route;
 	size_t limit = route->max_body ? route->max_body : API_DEFAULT_MAX_BODY;
@@ -419,7 +420,7 @@ static bool apply_rules(struct api_request *req, const char *method, const char 
 				route->pattern, limit);
 		return true;
 	}
-	if (apply_request_id(req, method, raw_path))
+	if (apply_request_id(req, method))
 		return true;
 	if ((route->flags & API_REFUSED_WHILE_LOCKED) && lock_is_locked()) {
 		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
@@ -462,7 +463,7 @@ static void dispatch(struct evhttp_request *http, void *arg)
 	}
 	if (!(req->route->flags & API_NOT_ACTIVITY))
 		health_note_call();
-	if (apply_rules(req, method, raw_path))
+	if (apply_rules(req, method))
 		return;
 	if (req->connection)
 		evhttp_connection_set_closecb(req->connection, on_connection_closed, req);
@@ -475,5 +476,8 @@ void api_attach(struct evhttp *http)
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 				   EVHTTP_REQ_PATCH);
 	evhttp_set_max_body_size(http, API_MAX_BODY);
+	/* Past the limit evhttp answers 413 at once and closes. Its lingering
+	 * close (read the rest, then answer) is not used: in libevent 2.1.12 it
+	 * keeps what it reads, so a 10 GB body would cost 10 GB. */
 	evhttp_set_gencb(http, dispatch, NULL);
 }

@@ -48,34 +48,41 @@ static void free_params(char *params[ROUTE_MAX_PARAMS], int count)
 	}
 }
 
+/* Compares pattern and path segment by segment; literal segments compare
+ * against the decoded path segment, so "/v1/heal%74h" is "/v1/health". */
 bool route_match(const char *pattern, const char *path, char *params[ROUTE_MAX_PARAMS])
 {
 	int count = 0;
 	for (int i = 0; i < ROUTE_MAX_PARAMS; i++)
 		params[i] = NULL;
-	while (*pattern && *path) {
-		if (pattern[0] == '{' && pattern[1] == '}') {
-			size_t length = strcspn(path, "/");
-			size_t decoded_length;
-			char *segment = length ? route_percent_decode(path, length, &decoded_length) : NULL;
-			if (!segment || count == ROUTE_MAX_PARAMS || memchr(segment, '/', decoded_length) ||
-			    strlen(segment) != decoded_length) {
-				free(segment);
-				free_params(params, count);
-				return false;
-			}
-			params[count++] = segment;
-			pattern += 2;
-			path += length;
-			continue;
-		}
-		if (*pattern != *path)
+	for (;;) {
+		if (*pattern != '/' || *path != '/')
 			break;
 		pattern++;
 		path++;
+		size_t pattern_length = strcspn(pattern, "/");
+		size_t path_length = strcspn(path, "/");
+		size_t decoded_length;
+		char *segment = route_percent_decode(path, path_length, &decoded_length);
+		bool is_param = pattern_length == 2 && memcmp(pattern, "{}", 2) == 0;
+		bool ok = segment && strlen(segment) == decoded_length && !memchr(segment, '/', decoded_length);
+		if (ok && is_param)
+			ok = decoded_length > 0 && count < ROUTE_MAX_PARAMS;
+		else if (ok)
+			ok = decoded_length == pattern_length && memcmp(segment, pattern, pattern_length) == 0;
+		if (!ok) {
+			free(segment);
+			break;
+		}
+		if (is_param)
+			params[count++] = segment;
+		else
+			free(segment);
+		pattern += pattern_length;
+		path += path_length;
+		if (*pattern == '\0' && *path == '\0')
+			return true;
 	}
-	if (*pattern == '\0' && *path == '\0')
-		return true;
 	free_params(params, count);
 	return false;
 }

@@ -1,0 +1,208 @@
+"""Fixtures for integration tests: a real boxd on temporary dirs and a
+temporary socket, spoken to over HTTP, and a real Xvfb on a free display."""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD_DIR = os.environ.get("BOXD_BUILD_DIR", os.path.join(REPO, "build"))
+BOXD = os.path.join(BUILD_DIR, "boxd", "boxd")
+BOXCTL = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path, timeout=30):
+        super().__init__("boxd", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.unix_path)
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.body[:200]!r}>"
+
+
+def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class Boxd:
+    """A boxd process of the test's own. Restartable on the same dirs."""
+
+    def __init__(self, root, extra_args=()):
+        self.root = root
+        self.work_dir = os.path.join(root, "work")
+        self.run_dir = os.path.join(root, "run")
+        self.socket = os.path.join(self.run_dir, "boxd.sock")
+        self.log_path = os.path.join(root, "boxd.log")
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.env = dict(os.environ)
+        self.env.pop("NOTIFY_SOCKET", None)
+        self.env.pop("WATCHDOG_USEC", None)
+
+    def args(self, *extra):
+        return [BOXD, "--work-dir", self.work_dir, "--run-dir", self.run_dir,
+                "--socket", self.socket, "--vsock-port", "off",
+                "--display", self.env.get("BOXD_TEST_DISPLAY", ":65000"),
+                *self.extra_args, *extra]
+
+    def start(self, *extra, wait=True, env=None):
+        self.log_file = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args(*extra), stdout=self.log_file,
+                                     stderr=subprocess.STDOUT, env=env or self.env)
+        if wait:
+            wait_for(self._answers, timeout=10, what="boxd to answer on its socket")
+        return self
+
+    def _answers(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"boxd exited with {self.proc.returncode}:\n{self.log()}")
+        try:
+            return self.request("GET", "/v1/health", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def request(self, method, path, body=None, headers=None, timeout=30):
+        connection = UnixConnection(self.socket, timeout=timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body).encode()
+                headers = {"Content-Type": "application/json", **(headers or {})}
+            elif isinstance(body, str):
+                body = body.encode()
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            data = response.read()
+            return Response(response.status,
+                            {k.lower(): v for k, v in response.getheaders()}, data)
+        finally:
+            connection.close()
+
+    def call(self, method, path, obj=None, headers=None, timeout=30):
+        response = self.request(method, path, obj, headers=headers, timeout=timeout)
+        try:
+            return response.status, response.json()
+        except ValueError:
+            return response.status, response.body
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=20)
+        return self.proc.returncode
+
+    def stop(self):
+        code = self.kill(signal.SIGTERM)
+        if getattr(self, "log_file", None):
+            self.log_file.close()
+        return code
+
+    def boxctl(self, *args, input=None, env=None, timeout=60):
+        environment = dict(os.environ, BOXD_SOCKET=self.socket, **(env or {}))
+        return subprocess.run([BOXCTL, *args], input=input, capture_output=True,
+                              env=environment, timeout=timeout)
+
+
+@pytest.fixture
+def boxd_factory(tmp_path):
+    started = []
+
+    def make(*extra_args, start=True, env=None):
+        root = tempfile.mkdtemp(dir=tmp_path, prefix="boxd-")
+        instance = Boxd(root, extra_args)
+        if env:
+            instance.env.update(env)
+        started.append(instance)
+        if start:
+            instance.start()
+        return instance
+
+    yield make
+    for instance in started:
+        instance.stop()
+
+
+@pytest.fixture
+def boxd(boxd_factory):
+    return boxd_factory()
+
+
+def free_display():
+    for number in range(50 + os.getpid() % 400, 1000):
+        if not os.path.exists(f"/tmp/.X11-unix/X{number}") and \
+                not os.path.exists(f"/tmp/.X{number}-lock"):
+            return number
+    raise RuntimeError("no free X display number")
+
+
+class Xvfb:
+    def __init__(self, width=1280, height=800):
+        self.width, self.height = width, height
+        self.number = free_display()
+        self.display = f":{self.number}"
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["Xvfb", self.display, "-screen", "0", f"{self.width}x{self.height}x24",
+             "-nolisten", "tcp", "-noreset"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(f"/tmp/.X11-unix/X{self.number}"), timeout=10,
+                 what=f"Xvfb {self.display}")
+        return self
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for path in (f"/tmp/.X11-unix/X{self.number}", f"/tmp/.X{self.number}-lock"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def restart(self):
+        self.kill()
+        return self.start()
+
+
+@pytest.fixture
+def xvfb():
+    if subprocess.run(["which", "Xvfb"], capture_output=True).returncode != 0:
+        pytest.skip("Xvfb is not installed (packaging/install-deps installs it)")
+    server = Xvfb().start()
+    yield server
+    server.kill()
