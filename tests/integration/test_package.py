@@ -163,6 +163,12 @@ def test_boxd_dev_and_boxctl_health_in_tree(root):
             time.sleep(0.2)
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("boxd 0.1.0"), result.stdout
+        # Once boxd-shim is packaged, a command runs through it in the tree.
+        listing = chroot(root, "dpkg", "-L", "boxd").stdout.split()
+        if any(p.endswith("/boxd-shim") for p in listing):
+            result = chroot(root, "/usr/bin/boxctl", "--socket", socket, "exec", "--", "echo", "hello from the package")
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert "hello from the package" in result.stdout
     finally:
         proc.terminate()
         try:
