@@ -1,11 +1,13 @@
 #include "health.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include "boxd.h"
 #include "clock.h"
@@ -98,48 +100,87 @@ static size_t docker_answer_length(const unsigned char *data, size_t length)
 
 /* ---- collecting ---- */
 
+/* Numbers are written as raw digits: cJSON prints a double with a sprintf
+ * and checks it with an sscanf, which was a third of a health answer's time. */
 static void add_number(cJSON *object, const char *name, double value)
 {
-	cJSON_AddNumberToObject(object, name, value);
+	char digits[32];
+	if (value == (double)(int64_t)value)
+		snprintf(digits, sizeof digits, "%lld", (long long)value);
+	else
+		snprintf(digits, sizeof digits, "%.15g", value);
+	cJSON_AddRawToObject(object, name, digits);
+}
+
+/* Load, memory and disk change slowly; they are sampled at most once per
+ * SYSTEM_FRESH_MS so that a caller polling health costs boxd almost nothing. */
+#define SYSTEM_FRESH_MS 1000
+
+struct system_sample {
+	int64_t taken_ms; /* monotonic; 0: never */
+	double loads[3];
+	double total_memory, available_memory;
+	bool have_disk;
+	double total_disk, free_disk;
+};
+
+static struct system_sample system_sample;
+static int meminfo_fd = -1;
+
+/* MemAvailable is the kernel's own estimate of memory a new job can use. */
+static double read_available_memory(const struct sysinfo *info)
+{
+	char text[4096];
+	if (meminfo_fd < 0)
+		meminfo_fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+	ssize_t n = meminfo_fd >= 0 ? pread(meminfo_fd, text, sizeof text - 1, 0) : -1;
+	if (n > 0) {
+		text[n] = '\0';
+		const char *line = strstr(text, "MemAvailable:");
+		if (line)
+			return strtod(line + 13, NULL) * 1024;
+	}
+	return (double)(info->freeram + info->bufferram) * info->mem_unit;
+}
+
+static void sample_system(void)
+{
+	struct system_sample *sample = &system_sample;
+	struct sysinfo info;
+	if (sysinfo(&info) == 0) {
+		for (int i = 0; i < 3; i++)
+			sample->loads[i] = (double)(int64_t)((double)info.loads[i] / (1 << SI_LOAD_SHIFT) * 100 + 0.5) / 100;
+		sample->total_memory = (double)info.totalram * info.mem_unit;
+		sample->available_memory = read_available_memory(&info);
+	}
+	struct statvfs fs;
+	sample->have_disk = statvfs(boxd_config()->work_dir, &fs) == 0;
+	if (sample->have_disk) {
+		sample->total_disk = (double)fs.f_blocks * fs.f_frsize;
+		sample->free_disk = (double)fs.f_bavail * fs.f_frsize;
+	}
+	sample->taken_ms = clock_monotonic_ms();
 }
 
 static void add_system(cJSON *health)
 {
-	double loads[3] = {0, 0, 0};
-	if (getloadavg(loads, 3) != 3)
-		loads[0] = loads[1] = loads[2] = 0;
+	if (!system_sample.taken_ms || clock_monotonic_ms() - system_sample.taken_ms >= SYSTEM_FRESH_MS)
+		sample_system();
+	const struct system_sample *sample = &system_sample;
 	cJSON *load = cJSON_AddArrayToObject(health, "load");
-	for (int i = 0; i < 3; i++)
-		cJSON_AddItemToArray(load, cJSON_CreateNumber((double)(int64_t)(loads[i] * 100 + 0.5) / 100));
-
-	struct sysinfo info;
-	cJSON *memory = cJSON_AddObjectToObject(health, "memory");
-	if (sysinfo(&info) == 0) {
-		add_number(memory, "totalBytes", (double)info.totalram * info.mem_unit);
-		/* MemAvailable is the kernel's own estimate; free+buffers is the fallback. */
-		long long available = -1;
-		FILE *meminfo = fopen("/proc/meminfo", "re");
-		char line[128];
-		while (meminfo && fgets(line, sizeof line, meminfo)) {
-			if (sscanf(line, "MemAvailable: %lld kB", &available) == 1) {
-				available *= 1024;
-				break;
-			}
-		}
-		if (meminfo)
-			fclose(meminfo);
-		if (available < 0)
-			available = (long long)(info.freeram + info.bufferram) * info.mem_unit;
-		add_number(memory, "availableBytes", (double)available);
+	for (int i = 0; i < 3; i++) {
+		char digits[32];
+		snprintf(digits, sizeof digits, "%.2f", sample->loads[i]);
+		cJSON_AddItemToArray(load, cJSON_CreateRaw(digits));
 	}
-
-	const char *work_dir = boxd_config()->work_dir;
+	cJSON *memory = cJSON_AddObjectToObject(health, "memory");
+	add_number(memory, "totalBytes", sample->total_memory);
+	add_number(memory, "availableBytes", sample->available_memory);
 	cJSON *disk = cJSON_AddObjectToObject(health, "disk");
-	cJSON_AddStringToObject(disk, "path", work_dir);
-	struct statvfs fs;
-	if (statvfs(work_dir, &fs) == 0) {
-		add_number(disk, "totalBytes", (double)fs.f_blocks * fs.f_frsize);
-		add_number(disk, "freeBytes", (double)fs.f_bavail * fs.f_frsize);
+	cJSON_AddStringToObject(disk, "path", boxd_config()->work_dir);
+	if (sample->have_disk) {
+		add_number(disk, "totalBytes", sample->total_disk);
+		add_number(disk, "freeBytes", sample->free_disk);
 	} else {
 		cJSON_AddNullToObject(disk, "totalBytes");
 		cJSON_AddNullToObject(disk, "freeBytes");
@@ -251,21 +292,20 @@ static void start_probes(void)
 	probe_run(&docker, on_docker_probe, NULL);
 }
 
+/* Probe results are served while fresh. Once stale, the answer uses the
+ * last result and a new probe starts behind it, so no caller waits on the X
+ * server; only the very first results are waited for. */
 void health_collect(health_done_fn done, void *arg)
 {
-	bool fresh = probed_at_ms >= 0 && clock_monotonic_ms() - probed_at_ms < HEALTH_PROBE_FRESH_MS;
-	if (fresh && probes_running == 0) {
-		done(health_build(), arg);
-		return;
-	}
-	if (waiting_count == MAX_WAITING) {
-		/* Enough callers already wait for this probe; answer with what is known. */
+	bool never = probed_at_ms < 0;
+	bool stale = never || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
+	if (stale && probes_running == 0)
+		start_probes();
+	if (!never || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);
 		return;
 	}
 	waiting[waiting_count++] = (struct waiting){done, arg};
-	if (probes_running == 0)
-		start_probes();
 }
 
 void health_register(void (*contribute)(cJSON *health))
@@ -281,7 +321,9 @@ void health_note_call(void)
 
 void health_invalidate(void)
 {
-	probed_at_ms = -1;
+	/* Stale, not unknown: the next collect answers at once and probes anew. */
+	if (probed_at_ms >= 0)
+		probed_at_ms = clock_monotonic_ms() - HEALTH_PROBE_FRESH_MS;
 }
 
 const char *health_boot_id(void)
@@ -308,4 +350,14 @@ void health_init(void)
 	started_monotonic_ms = clock_monotonic_ms();
 	read_boot_id();
 	start_probes();
+}
+
+void health_stop(void)
+{
+	probe_cancel_all();
+	probes_running = 0;
+	answer_waiting();
+	if (meminfo_fd >= 0)
+		close(meminfo_fd);
+	meminfo_fd = -1;
 }

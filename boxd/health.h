@@ -1,8 +1,9 @@
 /* health.h: what `GET /v1/health` and the report stream say about the box.
  *
- * The display and Docker are probed without blocking the loop; a probe
- * result is reused for PROBE_FRESH_MS so a caller polling health does not
- * make boxd knock on the X server for every call. */
+ * The display and Docker are probed without blocking the loop. A probe
+ * result is served for HEALTH_PROBE_FRESH_MS; after that the next caller
+ * gets it once more while a new probe runs behind it, so a caller polling
+ * health never waits on the X server and sees a change one call later. */
 #ifndef BOXD_HEALTH_H
 #define BOXD_HEALTH_H
 
@@ -13,9 +14,13 @@
 #define HEALTH_PROBE_FRESH_MS 2000
 
 void health_init(void);
+/* Answers callers still waiting for a probe, with what is known, and ends
+ * the probes (at shutdown, before the server closes). */
+void health_stop(void);
 
-/* Builds the health object and hands it to `done` (which owns it), after
- * refreshing stale probes. `done` may run before health_collect returns. */
+/* Builds the health object and hands it to `done` (which owns it). Only
+ * before the first probe results exist does it wait for them; `done`
+ * usually runs before health_collect returns. */
 typedef void (*health_done_fn)(cJSON *health, void *arg);
 void health_collect(health_done_fn done, void *arg);
 

@@ -193,9 +193,7 @@ static bool peer_allowed(const struct guard *guard, int connection,
 	return false;
 }
 
-/* What evhttp is told about the peer: a vsock peer becomes an AF_UNIX
- * address, which glibc's getnameinfo() can name (see listeners.h). */
-static void present_peer(const struct sockaddr_storage *peer, socklen_t length,
+void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t length,
 			 struct sockaddr *address, socklen_t *address_length)
 {
 	if (!address || !address_length)
@@ -236,7 +234,7 @@ int accept4(int fd, struct sockaddr *address, socklen_t *address_length, int fla
 		if (connection < 0)
 			return connection;
 		if (peer_allowed(guard, connection, &peer)) {
-			present_peer(&peer, length, address, address_length);
+			listeners_present_peer(&peer, length, address, address_length);
 			return connection;
 		}
 		close(connection);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* Binds a listening unix socket at `path` with mode 0600, removing a stale
@@ -33,5 +34,13 @@ void listeners_unguard(int listen_fd);
 /* The policies, exposed for unit tests. */
 bool listeners_uid_allowed(uid_t peer_uid, uid_t own_uid);
 bool listeners_cid_allowed(unsigned peer_cid, const unsigned *allowed_cids, int count);
+
+/* What evhttp is told about an accepted peer: a vsock peer becomes the
+ * AF_UNIX address "vsock:CID", which glibc's getnameinfo() can name; others
+ * pass unchanged. Copies at most *address_length bytes, like accept4. */
+struct sockaddr;
+struct sockaddr_storage;
+void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t length,
+			    struct sockaddr *address, socklen_t *address_length);
 
 #endif

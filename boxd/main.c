@@ -115,6 +115,7 @@ static bool start_services(void)
 static void stop_services(void)
 {
 	report_stop();
+	health_stop();
 	server_stop();
 	notify_stop();
 }

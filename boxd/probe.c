@@ -17,14 +17,28 @@
 #define PROBE_MAX_ANSWER (64 * 1024)
 
 struct probe {
+	struct probe *next; /* in-flight probes, so shutdown can end them */
 	struct bufferevent *bev;
 	size_t (*answer_length)(const unsigned char *data, size_t length);
 	probe_done_fn done;
 	void *arg;
 };
 
+static struct probe *in_flight;
+
+static void forget(struct probe *probe)
+{
+	for (struct probe **link = &in_flight; *link; link = &(*link)->next) {
+		if (*link == probe) {
+			*link = probe->next;
+			return;
+		}
+	}
+}
+
 static void probe_finish(struct probe *probe, bool answered)
 {
+	forget(probe);
 	struct evbuffer *input = bufferevent_get_input(probe->bev);
 	size_t length = evbuffer_get_length(input);
 	const unsigned char *data = length ? evbuffer_pullup(input, -1) : NULL;
@@ -74,6 +88,8 @@ void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
 	probe->answer_length = spec->answer_length;
 	probe->done = done;
 	probe->arg = arg;
+	probe->next = in_flight;
+	in_flight = probe;
 	probe->bev = bufferevent_socket_new(boxd_base(), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(probe->bev, on_read, NULL, on_event, probe);
 	struct timeval timeout = {spec->timeout_ms / 1000, (spec->timeout_ms % 1000) * 1000};
@@ -85,4 +101,14 @@ void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
 	/* Callbacks are deferred, so even a connect that fails at once reports
 	 * through on_event from the loop, never from inside this call. */
 	bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length);
+}
+
+void probe_cancel_all(void)
+{
+	while (in_flight) {
+		struct probe *probe = in_flight;
+		in_flight = probe->next;
+		bufferevent_free(probe->bev);
+		free(probe);
+	}
 }

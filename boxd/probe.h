@@ -22,5 +22,7 @@ struct probe_spec {
 typedef void (*probe_done_fn)(void *arg, bool answered, const unsigned char *answer, size_t length);
 
 void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg);
+/* Ends every probe in flight without calling its `done` (at shutdown). */
+void probe_cancel_all(void);
 
 #endif

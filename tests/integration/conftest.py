@@ -160,26 +160,33 @@ def boxd(boxd_factory):
     return boxd_factory()
 
 
-def free_display():
-    for number in range(50 + os.getpid() % 400, 1000):
-        if not os.path.exists(f"/tmp/.X11-unix/X{number}") and \
-                not os.path.exists(f"/tmp/.X{number}-lock"):
-            return number
-    raise RuntimeError("no free X display number")
-
-
 class Xvfb:
+    """A real Xvfb. The server picks a free display number itself
+    (-displayfd), so parallel test runs never race for one."""
+
     def __init__(self, width=1280, height=800):
         self.width, self.height = width, height
-        self.number = free_display()
-        self.display = f":{self.number}"
+        self.number = None
+        self.display = None
         self.proc = None
 
     def start(self):
-        self.proc = subprocess.Popen(
-            ["Xvfb", self.display, "-screen", "0", f"{self.width}x{self.height}x24",
-             "-nolisten", "tcp", "-noreset"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        screen = ["-screen", "0", f"{self.width}x{self.height}x24", "-nolisten", "tcp", "-noreset"]
+        if self.number is None:
+            read_end, write_end = os.pipe()
+            self.proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), *screen],
+                                         pass_fds=(write_end,), stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+            os.close(write_end)
+            with os.fdopen(read_end) as f:
+                line = f.readline()
+            if not line.strip():
+                raise RuntimeError("Xvfb did not start")
+            self.number = int(line)
+            self.display = f":{self.number}"
+        else:
+            self.proc = subprocess.Popen(["Xvfb", self.display, *screen],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: os.path.exists(f"/tmp/.X11-unix/X{self.number}"), timeout=10,
                  what=f"Xvfb {self.display}")
         return self

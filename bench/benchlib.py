@@ -1,0 +1,55 @@
+"""Shared pieces of the benchmarks: a boxd of their own, a row printer."""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD_DIR = os.environ.get("BOXD_BUILD_DIR", os.path.join(REPO, "build"))
+BOXD = os.path.join(BUILD_DIR, "boxd", "boxd")
+BOXCTL = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
+
+
+def row(name, boxd, baseline, ratio):
+    print(f"{name:<44} | {boxd:>14} | {baseline:>14} | {ratio}", flush=True)
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+
+
+class BenchBoxd:
+    """boxd on temporary dirs; a context manager."""
+
+    def __init__(self, *args):
+        self.root = tempfile.mkdtemp(prefix="boxd-bench-")
+        self.socket = os.path.join(self.root, "run", "boxd.sock")
+        self.args = [BOXD, "--work-dir", os.path.join(self.root, "work"),
+                     "--run-dir", os.path.join(self.root, "run"), "--vsock-port", "off", *args]
+
+    def __enter__(self):
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(self.args, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.socket)
+                s.close()
+                break
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError("boxd exited at start")
+                time.sleep(0.0005)
+        return self
+
+    def rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            return int(f.read().split("VmRSS:")[1].split()[0])
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
