@@ -20,7 +20,15 @@ CACHE = os.environ.get("BOXD_TEST_CACHE", "/var/cache/boxd-tests")
 TREE_CACHE = os.path.join(CACHE, "debian12-minbase.tar.gz")
 APT_ARCHIVES = os.path.join(CACHE, "apt-archives")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: chroot and mount")
+BUILD_DIR = os.environ.get("BOXD_BUILD_DIR", os.path.join(TOP, "build"))
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root: chroot and mount"),
+    # The package is built from source without sanitizers, whatever the build
+    # dir under test: once per tests/run is enough.
+    pytest.mark.skipif("asan" in os.path.basename(BUILD_DIR.rstrip("/")),
+                       reason="the package test runs with the plain build only"),
+]
 
 
 def debian_mirror():
