@@ -16,6 +16,7 @@
 #include "log.h"
 #include "notify.h"
 #include "report.h"
+#include "secrets.h"
 #include "server.h"
 
 static struct event_base *base;
@@ -100,6 +101,8 @@ static int parse_arguments(int argc, char **argv)
 static bool start_services(void)
 {
 	char error[512];
+	/* Before serving: the first answer already masks restored secrets. */
+	secrets_init(config.run_dir, config.work_dir);
 	if (!server_start(&config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
@@ -118,6 +121,7 @@ static void stop_services(void)
 	health_stop();
 	server_stop();
 	notify_stop();
+	secrets_shutdown();
 }
 
 int main(int argc, char **argv)

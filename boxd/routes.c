@@ -8,11 +8,13 @@
 extern const struct api_route api_health_routes[];
 extern const struct api_route api_steps_routes[];
 extern const struct api_route api_lock_routes[];
+extern const struct api_route api_secrets_routes[];
 
 static const struct api_route *const route_tables[] = {
 	api_health_routes,
 	api_steps_routes,
 	api_lock_routes,
+	api_secrets_routes,
 	NULL,
 };
 

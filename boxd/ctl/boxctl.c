@@ -9,10 +9,12 @@
 /* One line per area; each table ends with an all-zero entry. */
 extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
+extern const struct ctl_command ctl_secrets_commands[];
 
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
 	ctl_steps_commands,
+	ctl_secrets_commands,
 	NULL,
 };
 

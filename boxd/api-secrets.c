@@ -1,0 +1,182 @@
+/* api-secrets.c: PUT/GET /v1/secrets and PUT /v1/env/{service}. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "boxd.h"
+#include "dotenv.h"
+#include "secrets.h"
+#include "steps.h"
+#include "xalloc.h"
+
+#define MAX_SECRETS 1000
+
+static cJSON *names_answer(cJSON *names)
+{
+	cJSON *answer = cJSON_CreateObject();
+	cJSON_AddItemToObject(answer, "names", names);
+	return answer;
+}
+
+/* The request held the values: wipe its body and parsed strings before it
+ * is freed (best effort: libevent may have copied the body while reading). */
+static void wipe_request(struct api_request *req, const cJSON *secrets)
+{
+	const cJSON *item;
+	cJSON_ArrayForEach(item, secrets)
+		if (cJSON_IsString(item))
+			explicit_bzero(item->valuestring, strlen(item->valuestring));
+	size_t body_len;
+	const void *raw = api_body(req, &body_len);
+	if (body_len)
+		explicit_bzero((void *)raw, body_len);
+}
+
+static void handle_put_secrets(struct api_request *req)
+{
+	cJSON *body = api_body_json(req);
+	if (!body)
+		return;
+	const cJSON *secrets = cJSON_GetObjectItemCaseSensitive(body, "secrets");
+	if (!cJSON_IsObject(secrets)) {
+		wipe_request(req, NULL);
+		api_reply_bad_request(req, "`secrets` must be an object of NAME: value strings");
+		return;
+	}
+	int count = cJSON_GetArraySize(secrets);
+	const char **names = xcalloc((size_t)count + 1, sizeof *names);
+	const char **values = xcalloc((size_t)count + 1, sizeof *values);
+	int n = 0;
+	const cJSON *item;
+	char error[256];
+	cJSON_ArrayForEach(item, secrets) {
+		if (!cJSON_IsString(item)) {
+			snprintf(error, sizeof error, "the secret %.80s must be a string", item->string);
+			goto refuse;
+		}
+		names[n] = item->string;
+		values[n++] = item->valuestring;
+	}
+	if (count > MAX_SECRETS) {
+		snprintf(error, sizeof error, "%d secrets given; at most %d", count, MAX_SECRETS);
+		goto refuse;
+	}
+	if (!secrets_replace(names, values, (size_t)n, error, sizeof error))
+		goto refuse;
+	wipe_request(req, secrets);
+	steps_add("secrets", "set %d secrets", n);
+	api_reply_json(req, 200, names_answer(secrets_names_json()));
+	goto out;
+refuse:
+	wipe_request(req, secrets);
+	api_reply_bad_request(req, "%s", error);
+out:
+	free(names);
+	free(values);
+}
+
+static void handle_get_secrets(struct api_request *req)
+{
+	api_reply_json(req, 200, names_answer(secrets_names_json()));
+}
+
+static bool valid_service(const char *service)
+{
+	size_t len = strlen(service);
+	if (len == 0 || len > 100 || service[0] == '.')
+		return false;
+	for (const char *c = service; *c; c++)
+		if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+		      (*c >= '0' && *c <= '9') || *c == '_' || *c == '-' || *c == '.'))
+			return false;
+	return true;
+}
+
+static bool make_dir(const char *path, mode_t mode)
+{
+	return mkdir(path, mode) == 0 || errno == EEXIST;
+}
+
+/* Writes `path` whole or not at all: a temp file in the same directory,
+ * mode 0600 from its creation, renamed over the old one. */
+static bool write_private_file(const char *dir, const char *path, const void *data, size_t len,
+			       char *error, size_t error_size)
+{
+	char *temp = xasprintf("%s/.env-%d.tmp", dir, (int)getpid());
+	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	bool ok = fd >= 0;
+	for (size_t at = 0; ok && at < len;) {
+		ssize_t n = write(fd, (const char *)data + at, len - at);
+		if (n < 0 && errno == EINTR)
+			continue;
+		ok = n > 0;
+		at += ok ? (size_t)n : 0;
+	}
+	ok = ok && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	ok = ok && rename(temp, path) == 0;
+	if (!ok) {
+		snprintf(error, error_size, "cannot write %s: %s", path, strerror(errno));
+		unlink(temp);
+	}
+	free(temp);
+	return ok;
+}
+
+static void handle_put_env(struct api_request *req)
+{
+	const char *service = api_param(req, 0);
+	if (!valid_service(service)) {
+		api_reply_bad_request(req, "the service name %.100s must be letters, digits, '_', '-' or '.', "
+				      "not starting with '.'", service);
+		return;
+	}
+	size_t len;
+	const char *text = api_body(req, &len);
+	char error[512];
+	struct dotenv env;
+	if (!dotenv_parse(text, len, &env, error, sizeof error)) {
+		api_reply_bad_request(req, "the dotenv body is malformed: %s", error);
+		return;
+	}
+	dotenv_free(&env);
+
+	const char *work = boxd_config()->work_dir;
+	char *sbx = xasprintf("%s/.sbx", work);
+	char *dir = xasprintf("%s/.sbx/env", work);
+	char *path = xasprintf("%s/%s.env", dir, service);
+	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700)) {
+		api_reply_error(req, 500, "internal", "cannot create %s: %s", dir, strerror(errno));
+	} else if (!write_private_file(dir, path, text, len, error, sizeof error)) {
+		api_reply_error(req, 500, "internal", "%s", error);
+	} else {
+		cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
+		cJSON *answer = cJSON_CreateObject();
+		/* Masked like everything boxd returns (a service may be named
+		 * after a value). */
+		char *shown = secrets_mask_text(path);
+		cJSON_AddStringToObject(answer, "path", shown);
+		free(shown);
+		cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
+		steps_add("env", "wrote the settings of %s (%d names)", service,
+			  names ? cJSON_GetArraySize(names) : 0);
+		api_reply_json(req, 200, answer);
+	}
+	explicit_bzero((void *)text, len);
+	free(path);
+	free(dir);
+	free(sbx);
+}
+
+const struct api_route api_secrets_routes[] = {
+	{"PUT", "/v1/secrets", 0, 0, handle_put_secrets},
+	{"GET", "/v1/secrets", 0, 0, handle_get_secrets},
+	{"PUT", "/v1/env/{}", 0, 0, handle_put_env},
+	{0},
+};

@@ -1,0 +1,342 @@
+/* mask-forms.c: builds the forms a secret value takes in output: line-end
+ * variants, JSON escaping, URL-encoding, shell quoting and base64 cores. */
+#include "mask-forms.h"
+#include "mask.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/* A growable byte string, wiped when freed (it holds secret material). */
+struct bytes {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+static void bytes_put(struct bytes *b, const char *data, size_t len)
+{
+	if (b->len + len > b->cap) {
+		size_t cap = (b->len + len) * 2 + 16;
+		char *grown = xmalloc(cap);
+		if (b->len)
+			memcpy(grown, b->data, b->len);
+		if (b->data) {
+			explicit_bzero(b->data, b->cap);
+			free(b->data);
+		}
+		b->data = grown;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+}
+
+static void bytes_putc(struct bytes *b, char c)
+{
+	bytes_put(b, &c, 1);
+}
+
+static void bytes_wipe(struct bytes *b)
+{
+	if (b->data) {
+		explicit_bzero(b->data, b->cap);
+		free(b->data);
+	}
+	*b = (struct bytes){ 0 };
+}
+
+void mask_forms_init(struct mask_forms *forms)
+{
+	*forms = (struct mask_forms){ 0 };
+}
+
+/* Takes ownership of b's buffer. */
+static void forms_take(struct mask_forms *forms, struct bytes *b)
+{
+	if (forms->count == forms->cap) {
+		forms->cap = forms->cap ? forms->cap * 2 : 16;
+		forms->items = xrealloc(forms->items, forms->cap * sizeof *forms->items);
+	}
+	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->len };
+	*b = (struct bytes){ 0 };
+}
+
+static void forms_copy(struct mask_forms *forms, const char *data, size_t len)
+{
+	struct bytes b = { 0 };
+	bytes_put(&b, data, len);
+	forms_take(forms, &b);
+}
+
+static const char hex_upper[] = "0123456789ABCDEF";
+static const char hex_lower[] = "0123456789abcdef";
+
+/* JSON string escaping as encoders write it: cJSON (no flag), Python's
+ * json.dumps (JSON_ASCII: non-ASCII as \uXXXX), PHP (JSON_SLASH: "\/"), Go
+ * (JSON_HTML: < > & as \u003c \u003e \u0026). Returns false (and nothing)
+ * for invalid UTF-8 when JSON_ASCII is asked. */
+enum json_style { JSON_ASCII = 1, JSON_SLASH = 2, JSON_HTML = 4 };
+
+static bool encode_json(struct bytes *out, const char *v, size_t len, int style)
+{
+	bool ascii = style & JSON_ASCII, slash = style & JSON_SLASH, html = style & JSON_HTML;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		char esc[16];
+		switch (c) {
+		case '"': bytes_put(out, "\\\"", 2); continue;
+		case '\\': bytes_put(out, "\\\\", 2); continue;
+		case '\n': bytes_put(out, "\\n", 2); continue;
+		case '\r': bytes_put(out, "\\r", 2); continue;
+		case '\t': bytes_put(out, "\\t", 2); continue;
+		case '\b': bytes_put(out, "\\b", 2); continue;
+		case '\f': bytes_put(out, "\\f", 2); continue;
+		case '/':
+			if (slash) {
+				bytes_put(out, "\\/", 2);
+				continue;
+			}
+			break;
+		}
+		if (c < 0x20 || (html && (c == '<' || c == '>' || c == '&'))) {
+			esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
+			esc[4] = hex_lower[c >> 4]; esc[5] = hex_lower[c & 15];
+			bytes_put(out, esc, 6);
+			continue;
+		}
+		if (c < 0x80 || !ascii) {
+			bytes_putc(out, (char)c);
+			continue;
+		}
+		/* Decode one UTF-8 sequence into a code point. */
+		int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
+		if (extra < 0 || c >= 0xF8 || i + (size_t)extra >= len)
+			return false;
+		uint32_t cp = c & (0x3F >> extra);
+		for (int k = 1; k <= extra; k++) {
+			unsigned char cc = (unsigned char)v[i + k];
+			if ((cc & 0xC0) != 0x80)
+				return false;
+			cp = (cp << 6) | (cc & 0x3F);
+		}
+		i += extra;
+		uint32_t units[2] = { cp, 0 };
+		int n = 1;
+		if (cp >= 0x10000) {
+			cp -= 0x10000;
+			units[0] = 0xD800 | (cp >> 10);
+			units[1] = 0xDC00 | (cp & 0x3FF);
+			n = 2;
+		}
+		for (int k = 0; k < n; k++) {
+			esc[0] = '\\'; esc[1] = 'u';
+			for (int d = 0; d < 4; d++)
+				esc[2 + d] = hex_lower[(units[k] >> (12 - 4 * d)) & 15];
+			bytes_put(out, esc, 6);
+		}
+	}
+	return true;
+}
+
+/* Flavour bits; every combination is a form. URL_JS keeps !'()* as
+ * JavaScript's encodeURIComponent does. */
+enum url_style { URL_LOWER = 1, URL_PLUS = 2, URL_KEEP_SLASH = 4, URL_JS = 8 };
+
+/* Percent-encoding of everything but RFC 3986's unreserved characters, in
+ * the flavours common encoders produce. */
+static void encode_url(struct bytes *out, const char *v, size_t len, enum url_style style)
+{
+	const char *hex = style & URL_LOWER ? hex_lower : hex_upper;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+				  (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+				  c == '_' || c == '~';
+		bool js_kept = (style & URL_JS) && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*');
+		if (unreserved || js_kept || (c == '/' && (style & URL_KEEP_SLASH))) {
+			bytes_putc(out, (char)c);
+		} else if (c == ' ' && (style & URL_PLUS)) {
+			bytes_putc(out, '+');
+		} else {
+			char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+			bytes_put(out, esc, 3);
+		}
+	}
+}
+
+/* Inside '...': a quote becomes '\'' (bash `set -x`, ${S@Q}, shlex.quote). */
+static void encode_shell_single(struct bytes *out, const char *v, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] == '\'')
+			bytes_put(out, "'\\''", 4);
+		else
+			bytes_putc(out, v[i]);
+	}
+}
+
+/* Inside "...": \ " $ ` get a backslash (declare -p, export -p). */
+static void encode_shell_double(struct bytes *out, const char *v, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] == '\\' || v[i] == '"' || v[i] == '$' || v[i] == '`')
+			bytes_putc(out, '\\');
+		bytes_putc(out, v[i]);
+	}
+}
+
+/* The base64 characters that depend on the value alone when it sits `align`
+ * bytes (0..2) past a 3-byte group boundary of a longer base64 stream: the
+ * characters whose 6 bits all come from the value. */
+static void encode_base64_core(struct bytes *out, const char *v, size_t len,
+			       int align, bool url_safe)
+{
+	const char *alphabet = url_safe ?
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" :
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t bit_from = 8 * (size_t)align, bit_to = bit_from + 8 * len;
+	size_t first = (bit_from + 5) / 6, last = bit_to / 6;	/* chars [first, last) */
+	for (size_t k = first; k < last; k++) {
+		unsigned sextet = 0;
+		for (size_t bit = 6 * k; bit < 6 * k + 6; bit++) {
+			size_t byte = bit / 8 - (size_t)align;
+			unsigned b = ((unsigned char)v[byte] >> (7 - bit % 8)) & 1;
+			sextet = (sextet << 1) | b;
+		}
+		bytes_putc(out, alphabet[sextet]);
+	}
+}
+
+static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
+{
+	struct bytes b = { 0 };
+	forms_copy(forms, v, len);
+	static const int json_styles[] = { 0, JSON_ASCII, JSON_SLASH, JSON_HTML };
+	for (size_t style = 0; style < sizeof json_styles / sizeof *json_styles; style++) {
+		bool ok = encode_json(&b, v, len, json_styles[style]);
+		if (ok)
+			forms_take(forms, &b);
+		bytes_wipe(&b);
+	}
+	for (int style = 0; style < 16; style++) {
+		encode_url(&b, v, len, (enum url_style)style);
+		forms_take(forms, &b);
+	}
+	encode_shell_single(&b, v, len);
+	forms_take(forms, &b);
+	encode_shell_double(&b, v, len);
+	forms_take(forms, &b);
+}
+
+/* base64 tools wrap lines (76 columns for base64(1) and MIME, 64 for PEM
+ * and openssl), at a place that depends on where the value sits. A core
+ * that can be wrapped is also masked piecewise: 8-character tiles every 4
+ * characters, so each line's part of it is masked up to at most 3
+ * characters at either end of the line. */
+#define BASE64_WRAP_MIN 64
+#define BASE64_TILED_MAX 16384	/* a 12 KB key; beyond, pieces cost too much */
+#define TILE 8
+#define TILE_STRIDE 4
+
+static void add_base64(struct mask_forms *forms, const char *v, size_t len)
+{
+	struct bytes b = { 0 };
+	for (int align = 0; align < 3; align++)
+		for (int url_safe = 0; url_safe < 2; url_safe++) {
+			encode_base64_core(&b, v, len, align, url_safe);
+			if (b.len > BASE64_WRAP_MIN && b.len <= BASE64_TILED_MAX) {
+				for (size_t k = 0; k + TILE <= b.len; k += TILE_STRIDE)
+					forms_copy(forms, b.data + k, TILE);
+				forms_copy(forms, b.data + b.len - TILE, TILE);
+			}
+			forms_take(forms, &b);
+		}
+}
+
+void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
+			  bool encodings)
+{
+	if (!encodings) {
+		forms_copy(forms, value, len);
+		return;
+	}
+	/* Line-end variants: \n as \r\n, \r\n as \n, without trailing line ends. */
+	struct bytes crlf = { 0 }, lf = { 0 };
+	bool has_lone_lf = false, has_crlf = false;
+	for (size_t i = 0; i < len; i++) {
+		if (value[i] == '\n' && (i == 0 || value[i - 1] != '\r')) {
+			has_lone_lf = true;
+			bytes_putc(&crlf, '\r');
+		}
+		if (value[i] == '\n' && i > 0 && value[i - 1] == '\r')
+			has_crlf = true;
+		bytes_putc(&crlf, value[i]);
+		if (!(value[i] == '\r' && i + 1 < len && value[i + 1] == '\n'))
+			bytes_putc(&lf, value[i]);
+	}
+	size_t trimmed = len;
+	while (trimmed > 0 && (value[trimmed - 1] == '\n' || value[trimmed - 1] == '\r'))
+		trimmed--;
+
+	add_encodings(forms, value, len);
+	add_base64(forms, value, len);
+	if (has_lone_lf)
+		add_encodings(forms, crlf.data, crlf.len);
+	if (has_crlf)
+		add_encodings(forms, lf.data, lf.len);
+	if (trimmed < len && trimmed > 0) {
+		add_encodings(forms, value, trimmed);
+		add_base64(forms, value, trimmed);
+	}
+	bytes_wipe(&crlf);
+	bytes_wipe(&lf);
+}
+
+static int compare_items(const void *a, const void *b)
+{
+	const struct mask_form_item *x = a, *y = b;
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	if (x->len == 0)
+		return 0;
+	return memcmp(x->data, y->data, x->len);
+}
+
+static void item_wipe(struct mask_form_item *item)
+{
+	if (item->data) {
+		explicit_bzero(item->data, item->len);
+		free(item->data);
+	}
+	item->data = NULL;
+}
+
+void mask_forms_finish(struct mask_forms *forms)
+{
+	if (forms->count == 0)
+		return;
+	qsort(forms->items, forms->count, sizeof *forms->items, compare_items);
+	size_t kept = 0;
+	for (size_t i = 0; i < forms->count; i++) {
+		struct mask_form_item *item = &forms->items[i];
+		bool duplicate = kept > 0 && compare_items(&forms->items[kept - 1], item) == 0;
+		if (item->len < MASK_MIN_FORM || duplicate) {
+			item_wipe(item);
+			continue;
+		}
+		forms->items[kept++] = *item;
+	}
+	forms->count = kept;
+}
+
+void mask_forms_free(struct mask_forms *forms)
+{
+	for (size_t i = 0; i < forms->count; i++)
+		item_wipe(&forms->items[i]);
+	free(forms->items);
+	*forms = (struct mask_forms){ 0 };
+}

@@ -1,0 +1,67 @@
+/* secrets.h: the secret values boxd holds, and the masked set built from
+ * them.
+ *
+ * Values come from `PUT /v1/secrets` (environment variables of every later
+ * command) and from secret-looking settings of `PUT /v1/env/{service}`
+ * files. They live in locked, undumpable memory (boxd itself is marked
+ * undumpable) and are wiped when replaced; to survive a restart of boxd,
+ * even a kill -9, the PUT set is also kept in the kernel keyring (a "user"
+ * key in the user keyring, named after the run dir), never in a file.
+ * Service settings are read again from their env files at start.
+ *
+ * Everything here runs on the event loop thread except secrets_mask_set(),
+ * secrets_generation() and secrets_mask_text(), which any thread may call. */
+#ifndef BOXD_SECRETS_H
+#define BOXD_SECRETS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "mask.h"
+
+/* Marks boxd undumpable, restores the set kept in the keyring, reads the
+ * service env files under work_dir/.sbx/env, and installs the masker as
+ * the redact filter (log lines, errors, steps). */
+void secrets_init(const char *run_dir, const char *work_dir);
+/* Drops the masked set (the keyring keeps its copy for the next start). */
+void secrets_shutdown(void);
+
+/* Replaces the PUT set. Names must be environment variable names; on a bad
+ * one returns false with a sentence in `error` and changes nothing. */
+bool secrets_replace(const char *const *names, const char *const *values, size_t count,
+		     char *error, size_t error_size);
+/* Sorted names of the PUT set, as a JSON array. */
+cJSON *secrets_names_json(void);
+size_t secrets_count(void);
+/* Calls `fn` for each PUT secret (for the environment of a command). */
+void secrets_foreach(void (*fn)(const char *name, const char *value, void *ctx), void *ctx);
+
+/* Replaces the masked values contributed by a service's env file. */
+void secrets_set_service_values(const char *service, const char *const *values, size_t count);
+/* Parses dotenv `text` of a service and makes its secret-looking values
+ * (and the passwords of URLs) masked. Returns the names as a JSON array, or
+ * NULL with a sentence in `error` when the text is malformed. */
+cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
+			 char *error, size_t error_size);
+
+/* The current masked set, with a reference for the caller (unref it). */
+struct mask_set *secrets_mask_set(void);
+/* Changes whenever the masked set does: a stream compares it before each
+ * feed and calls mask_stream_set_values() with secrets_mask_set() when it
+ * moved, so values added while a command runs are masked in its output. */
+uint64_t secrets_generation(void);
+/* `text` masked, as a new string (caller frees). */
+char *secrets_mask_text(const char *text);
+
+/* Calls `fn` for every masked value (the PUT values, secret-looking env
+ * settings and their URL passwords), to hand the set to another process
+ * (the shim) that compiles its own with mask_set_new(). */
+void secrets_foreach_masked(void (*fn)(const char *value, void *ctx), void *ctx);
+/* Calls `fn(ctx)` on the loop thread after every change of the masked set,
+ * so running commands can be given the new values. At most 8 listeners. */
+void secrets_on_change(void (*fn)(void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,271 @@
+"""Secrets and service settings: PUT/GET /v1/secrets, PUT /v1/env/{service},
+masking in what boxd returns and writes, survival across kill -9."""
+import base64
+import json
+import os
+import stat
+import urllib.parse
+
+import pytest
+
+from conftest import wait_for
+
+S1 = "tok-4f9a2c-SECRET-value"
+S2 = "p@ss w/rd:2026+x"
+S3 = "line-one-of-key\nline-two-of-key"
+
+
+def put_secrets(boxd, secrets):
+    return boxd.call("PUT", "/v1/secrets", {"secrets": secrets})
+
+
+@pytest.fixture
+def sboxd(boxd):
+    """A boxd whose secrets are cleared from the kernel keyring afterwards."""
+    yield boxd
+    if boxd.proc and boxd.proc.poll() is None:
+        put_secrets(boxd, {})
+
+
+def echo_error(boxd, text):
+    """The text comes back inside a 404 error message (masked there)."""
+    path = "/v1/no-such/" + urllib.parse.quote(text, safe="")
+    status, answer = boxd.call("GET", path)
+    assert status == 404
+    return answer["error"]["message"]
+
+
+def test_put_and_get_names(sboxd):
+    status, answer = put_secrets(sboxd, {"B_TOKEN": S1, "A_PASS": S2, "SHORT": "abc"})
+    assert status == 200
+    assert answer == {"names": ["A_PASS", "B_TOKEN", "SHORT"]}
+    assert sboxd.call("GET", "/v1/secrets") == (200, {"names": ["A_PASS", "B_TOKEN", "SHORT"]})
+    _, health = sboxd.call("GET", "/v1/health")
+    assert health["secrets"]["count"] == 3
+    # A PUT replaces the whole set.
+    assert put_secrets(sboxd, {"ONLY": S1}) == (200, {"names": ["ONLY"]})
+    _, health = sboxd.call("GET", "/v1/health")
+    assert health["secrets"]["count"] == 1
+
+
+def test_values_never_returned(sboxd):
+    status, _ = put_secrets(sboxd, {"X": S1})
+    body = sboxd.request("GET", "/v1/secrets").body
+    assert S1.encode() not in body
+    assert S1.encode() not in sboxd.request("GET", "/v1/health").body
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"secrets": []}, "must be an object"),
+    ({"secrets": {"A": 5}}, "must be a string"),
+    ({"secrets": {"1A": "x"}}, "not an environment variable name"),
+    ({"secrets": {"A=B": "x"}}, "not an environment variable name"),
+    ({"secrets": {"": "x"}}, "not an environment variable name"),
+    ({"nothing": 1}, "must be an object"),
+    ({"secrets": {"BIG": "x" * (64 * 1024 + 1)}}, "longer than 65536 bytes"),
+])
+def test_bad_secrets_bodies(sboxd, body, fragment):
+    put_secrets(sboxd, {"KEEP": S1})
+    status, answer = sboxd.call("PUT", "/v1/secrets", body)
+    assert status == 400
+    assert answer["error"]["code"] == "bad_request"
+    assert fragment in answer["error"]["message"]
+    assert sboxd.call("GET", "/v1/secrets") == (200, {"names": ["KEEP"]})
+
+
+def test_too_many_and_malformed(sboxd):
+    many = {"N%d" % i: "value-%08d" % i for i in range(1001)}
+    status, answer = put_secrets(sboxd, many)
+    assert status == 400 and "at most 1000" in answer["error"]["message"]
+    big = sboxd.request("PUT", "/v1/secrets", {"secrets": {"A": "x" * (2 << 20)}})
+    assert big.status == 413
+    response = sboxd.request("PUT", "/v1/secrets", b"{not json",
+                             headers={"Content-Type": "application/json"})
+    assert response.status == 400
+
+
+@pytest.mark.parametrize("form", [
+    S1,                                                        # raw
+    "Authorization: Basic " + base64.b64encode(("user:" + S1).encode()).decode(),
+    base64.b64encode((S1 + "\n").encode()).decode(),          # echo "$S" | base64
+    base64.urlsafe_b64encode(("xy" + S1).encode()).decode().rstrip("="),
+    base64.b64encode(("x" + S1 + "yz").encode()).decode(),
+    json.dumps({"v": S2})[1:-1],                               # JSON string escaping
+    urllib.parse.quote(S2, safe=""),                           # URL-encoding
+    urllib.parse.quote_plus(S2),
+    "'" + S2.replace("'", "'\\''") + "'",
+    S3.replace("\n", "\r\n"),                                  # multi-line, CRLF
+    json.dumps(S3),
+    "prefix " + S1 + S1 + " suffix",                           # adjacent values
+])
+def test_error_messages_mask_every_form(sboxd, form):
+    put_secrets(sboxd, {"S1": S1, "S2": S2, "S3": S3})
+    message = echo_error(sboxd, form)
+    assert "****" in message
+    for secret in (S1, S2, S3):
+        assert secret not in message
+    # Nothing of 8 characters or more that depends on the value alone survives.
+    if "Basic " in form:
+        core = base64.b64encode(("user:" + S1).encode()).decode()[8:-4]
+        for k in range(len(core) - 8):
+            assert core[k:k + 8] not in message
+
+
+def test_short_values_are_not_masked(sboxd):
+    put_secrets(sboxd, {"SHORT": "seven77", "OK": S1})
+    message = echo_error(sboxd, "a seven77 b")
+    assert "seven77" in message and "****" not in message
+
+
+def test_env_file_written_0600_and_secret_values_masked(sboxd):
+    put_secrets(sboxd, {"S1": S1})
+    text = ("# settings of web\n"
+            "export API_KEY='key-value-1234'\n"
+            "DB_PASSWORD=\"pw with \\\"quote\\\"\"  # comment\n"
+            "DATABASE_URL=postgres://app:url-secret-99@db:5432/app\n"
+            "SENTRY_DSN=https://dsn-value-5678@sentry.example/1\n"
+            "MY_CREDENTIAL=cred-value-0000\nPRIVATE_PEM=\"-----BEGIN\\nabcdefgh\\n-----END\"\n"
+            "PORT=8080808080\nGREETING=hello-world-plain\n")
+    status, answer = sboxd.call("PUT", "/v1/env/web", text)
+    assert status == 200, answer
+    path = os.path.join(sboxd.work_dir, ".sbx", "env", "web.env")
+    assert answer["path"] == path
+    assert answer["names"] == ["API_KEY", "DB_PASSWORD", "DATABASE_URL", "SENTRY_DSN",
+                               "MY_CREDENTIAL", "PRIVATE_PEM", "PORT", "GREETING"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with open(path) as f:
+        assert f.read() == text
+    for secret in ("key-value-1234", 'pw with "quote"', "url-secret-99",
+                   "postgres://app:url-secret-99@db:5432/app", "cred-value-0000",
+                   "-----BEGIN\nabcdefgh\n-----END"):
+        assert secret not in echo_error(sboxd, "x " + secret + " y"), secret
+    # Not secret-looking: left alone.
+    assert "8080808080" in echo_error(sboxd, "port 8080808080")
+    assert "hello-world-plain" in echo_error(sboxd, "hello-world-plain")
+    # Secret names of the PUT set are untouched by env files.
+    assert sboxd.call("GET", "/v1/secrets") == (200, {"names": ["S1"]})
+    # Replacing the service's settings drops its old masked values.
+    assert sboxd.call("PUT", "/v1/env/web", "PORT=1\n")[0] == 200
+    assert "key-value-1234" in echo_error(sboxd, "key-value-1234")
+
+
+@pytest.mark.parametrize("service, body, status, fragment", [
+    ("web", "A=1\nB='open\n", 400, "line 2: the single quote is never closed"),
+    ("web", "=x\n", 400, "line 1: expected NAME=value"),
+    ("web", "A=1\0B=2", 400, "NUL"),
+    ("..", "A=1", 400, "service name"),
+    (".hidden", "A=1", 400, "service name"),
+    ("a%2Fb", "A=1", 404, "no such endpoint"),           # the router decodes first
+    ("x" * 101, "A=1", 400, "service name"),
+])
+def test_env_hostile_inputs(sboxd, service, body, status, fragment):
+    got, answer = sboxd.call("PUT", "/v1/env/" + service, body)
+    assert got == status, answer
+    assert fragment in answer["error"]["message"]
+    env_dir = os.path.join(sboxd.work_dir, ".sbx", "env")
+    assert not os.path.exists(env_dir) or os.listdir(env_dir) == []
+
+
+def test_error_message_of_env_masks_values(sboxd):
+    put_secrets(sboxd, {"S1": S1})
+    status, answer = sboxd.call("PUT", "/v1/env/web", "A=1\n" + S1 + " oops\n")
+    assert status == 400
+    assert S1 not in answer["error"]["message"] and "****" in answer["error"]["message"]
+
+
+def test_steps_and_paths_mask_values(sboxd):
+    secret = "svc-name-is-secret"
+    put_secrets(sboxd, {"S": secret})
+    status, answer = sboxd.call("PUT", "/v1/env/" + secret, "A=1\n")
+    assert status == 200 and secret not in answer["path"]
+    steps = sboxd.request("GET", "/v1/steps").body
+    assert secret.encode() not in steps and b"****" in steps
+
+
+def test_log_lines_are_masked(boxd_factory):
+    box = boxd_factory("--log-level", "debug")
+    try:
+        put_secrets(box, {"S1": S1, "S2": S2})
+        echo_error(box, S1)
+        echo_error(box, S2)
+        wait_for(lambda: "no-such" in box.log(), what="the request in the log")
+        log = box.log()
+        for form in (S1, S2, urllib.parse.quote(S1, safe=""), urllib.parse.quote(S2, safe="")):
+            assert form not in log
+        assert "****" in log
+    finally:
+        put_secrets(box, {})
+
+
+def test_survives_kill_9(boxd):
+    put_secrets(boxd, {"S1": S1, "S3": S3})
+    assert boxd.call("PUT", "/v1/env/web", "API_TOKEN=env-token-777\n")[0] == 200
+    boxd.kill()
+    boxd.start()
+    try:
+        assert boxd.call("GET", "/v1/secrets") == (200, {"names": ["S1", "S3"]})
+        _, health = boxd.call("GET", "/v1/health")
+        assert health["secrets"]["count"] == 2
+        for secret in (S1, S3, "env-token-777"):
+            message = echo_error(boxd, "a " + secret + " b")
+            assert secret not in message and "****" in message
+        assert "restored" in boxd.log()
+    finally:
+        put_secrets(boxd, {})
+    # An emptied set stays empty after a restart.
+    boxd.kill()
+    boxd.start()
+    assert boxd.call("GET", "/v1/secrets") == (200, {"names": []})
+
+
+def test_instances_do_not_share_secrets(boxd_factory):
+    one, two = boxd_factory(), boxd_factory()
+    try:
+        put_secrets(one, {"ONE": S1})
+        assert two.call("GET", "/v1/secrets") == (200, {"names": []})
+    finally:
+        put_secrets(one, {})
+
+
+def test_no_file_holds_a_value(boxd):
+    secrets = {"S1": S1, "S2": S2, "S3": S3}
+    put_secrets(boxd, secrets)
+    boxd.call("PUT", "/v1/env/web", "PORT=1\n")
+    echo_error(boxd, S1)
+    boxd.kill()
+    boxd.start()
+    try:
+        echo_error(boxd, S2)
+        boxd.request("GET", "/v1/steps")
+    finally:
+        put_secrets(boxd, {})
+    boxd.stop()
+    forms = []
+    for value in secrets.values():
+        forms += [value.encode(), base64.b64encode(value.encode())[:-4]]
+    for top in (boxd.root,):
+        for dirpath, _, files in os.walk(top):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path) or not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as f:
+                    data = f.read()
+                for form in forms:
+                    assert form not in data, (path, form)
+
+
+def test_boxctl_secrets(sboxd):
+    result = sboxd.boxctl("secrets", "set", "MY_TOKEN", "OTHER",
+                          env={"MY_TOKEN": S1, "OTHER": S2})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode().split() == ["MY_TOKEN", "OTHER"]
+    result = sboxd.boxctl("secrets", "ls")
+    assert result.returncode == 0 and result.stdout.decode().split() == ["MY_TOKEN", "OTHER"]
+    result = sboxd.boxctl("--json", "secrets", "ls")
+    assert json.loads(result.stdout) == {"names": ["MY_TOKEN", "OTHER"]}
+    env = dict(os.environ)
+    env.pop("NOT_SET_ANYWHERE", None)
+    result = sboxd.boxctl("secrets", "set", "NOT_SET_ANYWHERE")
+    assert result.returncode == 2 and b"not set in the environment" in result.stderr
+    assert sboxd.boxctl("secrets", "bogus").returncode == 2
