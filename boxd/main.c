@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "boxd.h"
+#include "capabilities.h"
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
@@ -137,6 +138,10 @@ int main(int argc, char **argv)
 	raise_file_limit();
 	if (!prepare_dirs())
 		return 1;
+	/* Before any thread starts: capabilities are per thread. */
+	char cap_error[256];
+	if (!capabilities_drop(cap_error, sizeof cap_error))
+		log_msg(LOG_LEVEL_WARNING, "%s; boxd keeps the capabilities it started with", cap_error);
 
 	base = event_base_new();
 	struct event *term = evsignal_new(base, SIGTERM, on_stop_signal, NULL);
