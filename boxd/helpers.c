@@ -1,0 +1,46 @@
+#include "helpers.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+static char *executable_in(const char *dir, const char *name)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	char resolved[PATH_MAX];
+	if (realpath(path, resolved) && access(resolved, X_OK) == 0) {
+		free(path);
+		return xstrdup(resolved);
+	}
+	free(path);
+	return NULL;
+}
+
+char *helper_path(const char *name)
+{
+	const char *override = getenv("BOXD_HELPER_DIR");
+	char *found = override && *override ? executable_in(override, name) : NULL;
+	if (found)
+		return found;
+	char self[PATH_MAX];
+	ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (length > 0) {
+		self[length] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			found = executable_in(self, name);
+			if (!found) {
+				char *shims = xasprintf("%s/../shims", self);
+				found = executable_in(shims, name);
+				free(shims);
+			}
+			if (found)
+				return found;
+		}
+	}
+	return xasprintf("%s/%s", BOXD_LIBEXECDIR, name);
+}
