@@ -17,38 +17,17 @@
 
 #include "api.h"
 #include "boxd.h"
+#include "helpers.h"
 #include "xalloc.h"
 
-#ifndef BOXD_LIBEXECDIR
-#define BOXD_LIBEXECDIR "/usr/local/libexec"
-#endif
 
 extern char **environ;
 
 const char *archive_run_program(void)
 {
-	static char path[PATH_MAX];
-	if (path[0])
-		return path;
-	const char *override = getenv("BOXD_ARCHIVE");
-	if (override && *override) {
-		snprintf(path, sizeof path, "%s", override);
-		return path;
-	}
-	char self[PATH_MAX];
-	ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (length > 0) {
-		self[length] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			snprintf(slash + 1, sizeof self - (size_t)(slash + 1 - self), "boxd-archive");
-			if (access(self, X_OK) == 0) {
-				snprintf(path, sizeof path, "%s", self);
-				return path;
-			}
-		}
-	}
-	snprintf(path, sizeof path, "%s/boxd-archive", BOXD_LIBEXECDIR);
+	static char *path;
+	if (!path)
+		path = helper_path("boxd-archive");
 	return path;
 }
 

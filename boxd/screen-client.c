@@ -19,13 +19,11 @@
 #include <event2/event.h>
 
 #include "boxd.h"
+#include "helpers.h"
 #include "log.h"
 #include "screen-protocol.h"
 #include "xalloc.h"
 
-#ifndef BOXD_LIBEXECDIR
-#define BOXD_LIBEXECDIR "/usr/libexec/boxd"
-#endif
 
 /* After EOF the worker's exit is collected on a short timer, a few times. */
 #define SCREEN_REAP_PAUSE_MS 20
@@ -62,26 +60,6 @@ static void (*event_listener)(const cJSON *event);
 void screen_client_on_event(void (*listener)(const cJSON *event))
 {
 	event_listener = listener;
-}
-
-/* boxd-screen beside boxd (the build directory, or an install that keeps
- * them together), else the libexec directory. */
-static char *screen_worker_path(void)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		char *slash = strrchr(self, '/');
-		if (slash) {
-			*slash = '\0';
-			char *path = xasprintf("%s/boxd-screen", self);
-			if (access(path, X_OK) == 0)
-				return path;
-			free(path);
-		}
-	}
-	return xasprintf("%s/boxd-screen", BOXD_LIBEXECDIR);
 }
 
 static void screen_answer_error(screen_client_done_fn done, void *arg, int status,
@@ -269,6 +247,15 @@ static void screen_on_channel_event(struct bufferevent *channel, short what, voi
 		screen_worker_lost(arg);
 }
 
+/* Resolved once, before the first fork, so the child only execs. */
+static const char *screen_program(void)
+{
+	static char *path;
+	if (!path)
+		path = helper_path("boxd-screen");
+	return path;
+}
+
 static void screen_child(int child_end)
 {
 	/* Only the socketpair end survives into the worker, as fd 3. */
@@ -279,13 +266,13 @@ static void screen_child(int child_end)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	char *path = screen_worker_path();
-	execl(path, "boxd-screen", "--display", boxd_config()->display, (char *)NULL);
+	execl(screen_program(), "boxd-screen", "--display", boxd_config()->display, (char *)NULL);
 	_exit(127);
 }
 
 static struct screen_worker_process *screen_worker_start(char *error, size_t error_size)
 {
+	screen_program();
 	int ends[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0) {
 		snprintf(error, error_size, "cannot make a socketpair for the screen worker: %s",
