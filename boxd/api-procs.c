@@ -188,8 +188,55 @@ static void handle_delete(struct api_request *req)
 
 /* ---- the log ---- */
 
-/* Where the last `lines` lines of the file start (at most `limit` back). */
-static off_t tail_start(int fd, off_t size, long lines, size_t limit)
+/* A command's log as one file: LOG.1 (older output, once the log has
+ * rotated at half its cap) followed by LOG. */
+struct log_view {
+	int fd[2];
+	off_t size[2];
+};
+
+static bool view_open(struct log_view *view, const char *path)
+{
+	char *older = xasprintf("%s.1", path);
+	const char *paths[2] = {older, path};
+	for (int i = 0; i < 2; i++) {
+		struct stat info;
+		view->fd[i] = open(paths[i], O_RDONLY | O_CLOEXEC);
+		view->size[i] = view->fd[i] >= 0 && fstat(view->fd[i], &info) == 0 ? info.st_size : 0;
+	}
+	free(older);
+	return view->fd[1] >= 0;
+}
+
+static void view_close(struct log_view *view)
+{
+	for (int i = 0; i < 2; i++)
+		if (view->fd[i] >= 0)
+			close(view->fd[i]);
+}
+
+static ssize_t view_pread(struct log_view *view, char *buffer, size_t length, off_t at)
+{
+	size_t done = 0;
+	for (int i = 0; i < 2 && done < length; i++) {
+		if (at >= view->size[i]) {
+			at -= view->size[i];
+			continue;
+		}
+		size_t n = length - done;
+		if ((off_t)n > view->size[i] - at)
+			n = (size_t)(view->size[i] - at);
+		ssize_t got = pread(view->fd[i], buffer + done, n, at);
+		if (got <= 0)
+			break;
+		done += (size_t)got;
+		at = 0;
+	}
+	return (ssize_t)done;
+}
+
+/* Where the last `lines` lines start (at most `limit` bytes back). */
+static off_t tail_start(struct log_view *view, off_t size, long lines, size_t limit)
 {
 	char block[65536];
 	off_t at = size, floor = size > (off_t)limit ? size - (off_t)limit : 0;
@@ -197,7 +244,7 @@ static off_t tail_start(int fd, off_t size, long lines, size_t limit)
 	bool skip_last = true; /* a final newline does not start an empty line */
 	while (at > floor) {
 		size_t n = (size_t)(at - floor < (off_t)sizeof block ? at - floor : (off_t)sizeof block);
-		if (pread(fd, block, n, at - (off_t)n) != (ssize_t)n)
+		if (view_pread(view, block, n, at - (off_t)n) != (ssize_t)n)
 			return at;
 		for (size_t i = n; i-- > 0;) {
 			if (block[i] != '\n')
@@ -243,33 +290,33 @@ static void handle_log(struct api_request *req)
 	    !query_number(req, "offset", INT64_MAX / 2, &offset) ||
 	    !query_number(req, "limit", PROCS_LOG_MAX_LIMIT, &limit))
 		return;
-	int fd = open(job->meta.log_path, O_RDONLY | O_CLOEXEC);
-	struct stat info;
-	if (fd < 0 || fstat(fd, &info) != 0) {
-		if (fd >= 0)
-			close(fd);
+	struct log_view view;
+	if (!view_open(&view, job->meta.log_path)) {
+		int error = errno;
+		view_close(&view);
 		api_reply_error(req, 404, "not_found", "the log %s cannot be read: %s",
-				job->meta.log_path, strerror(errno));
+				job->meta.log_path, strerror(error));
 		return;
 	}
-	off_t start = tail >= 0 ? tail_start(fd, info.st_size, (long)tail, PROCS_LOG_MAX_LIMIT)
+	off_t total = view.size[0] + view.size[1];
+	off_t start = tail >= 0 ? tail_start(&view, total, (long)tail, PROCS_LOG_MAX_LIMIT)
 				: (off_t)offset;
 	if (tail == 0)
-		start = info.st_size;
-	size_t want = start >= info.st_size ? 0 : (size_t)(info.st_size - start);
+		start = total;
+	size_t want = start >= total ? 0 : (size_t)(total - start);
 	if (want > (size_t)limit)
 		want = (size_t)limit;
 	char *data = xmalloc(want + 1);
-	ssize_t got = want ? pread(fd, data, want, start) : 0;
-	close(fd);
+	ssize_t got = want ? view_pread(&view, data, want, start) : 0;
+	view_close(&view);
 	size_t length = got > 0 ? (size_t)got : 0;
 	/* Cut where a character ends, so the next offset starts on one. */
-	if (length == want && start + (off_t)length < info.st_size)
+	if (length == want && start + (off_t)length < total)
 		length = utf8_prefix_length(data, length);
 	char *text = utf8_sanitize(data, length, NULL);
 	char *masked = redact_text(text);
 	char size_text[32], next_text[32];
-	snprintf(size_text, sizeof size_text, "%lld", (long long)info.st_size);
+	snprintf(size_text, sizeof size_text, "%lld", (long long)total);
 	snprintf(next_text, sizeof next_text, "%lld", (long long)(start + (off_t)length));
 	api_add_header(req, "X-Log-Size", size_text);
 	api_add_header(req, "X-Log-Next-Offset", next_text);

@@ -96,7 +96,11 @@ cJSON *exec_proc_json(struct exec_job *job)
 	const char *log = job->meta.log_path ? job->meta.log_path : "";
 	cJSON_AddStringToObject(o, "logPath", log);
 	struct stat info;
-	cJSON_AddNumberToObject(o, "logBytes", stat(log, &info) == 0 ? (double)info.st_size : 0);
+	char *older = xasprintf("%s.1", log);
+	double bytes = (stat(log, &info) == 0 ? (double)info.st_size : 0) +
+		       (stat(older, &info) == 0 ? (double)info.st_size : 0);
+	free(older);
+	cJSON_AddNumberToObject(o, "logBytes", bytes);
 	add_nullable(o, "cpuMs", ended ? job->exit.cpu_ms : -1);
 	add_nullable(o, "peakMemoryBytes", ended ? job->exit.peak_memory_bytes : -1);
 	if (ended && job->exit.log_error)

@@ -1,12 +1,12 @@
 /* exec.c: starting shims and following them from the event loop. */
 #include "exec.h"
+#include "exec-spawn.h"
 
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/sched.h>
 #include <unistd.h>
 
 #include "boxd.h"
@@ -42,7 +40,6 @@ static struct exec_job *jobs, *jobs_tail;
 static char *cgroup_base, *shim_cgroup, *pids_base;
 static char *shim_program, *boxd_program;
 
-extern char **environ;
 
 /* ---- the job list ---- */
 
@@ -445,6 +442,7 @@ static void start_answered(struct exec_start *start)
 {
 	/* The first shim process exits right after forking: reaping it is quick. */
 	waitpid(start->first_pid, NULL, 0);
+	exec_spawn_spare(); /* for the next command, now that this one runs */
 	start->status[start->status_length] = '\0';
 	start->status[strcspn(start->status, "\n")] = '\0';
 	char code[64] = "internal";
@@ -503,76 +501,21 @@ static int spec_memfd(const struct shim_spec *spec)
 	return fd;
 }
 
-/* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
- * process between cgroups later costs milliseconds. Between clone and exec
- * the child only calls async-signal-safe functions. */
-static pid_t spawn_into_cgroup(int spec_fd, int status_fd)
-{
-	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -1;
-	struct clone_args args = {.flags = CLONE_INTO_CGROUP | CLONE_VFORK,
-				  .exit_signal = SIGCHLD, .cgroup = (uint64_t)dir};
-	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		for (int s = 1; s < NSIG; s++)
-			signal(s, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (dup2(spec_fd, 0) < 0 || dup2(status_fd, 1) < 0 || dup2(null, 2) < 0)
-			_exit(127);
-		char *argv[] = {"boxd-shim", NULL};
-		execve(shim_program, argv, environ);
-		_exit(127);
-	}
-	close(dir);
-	return pid;
-}
-
 static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, char *error,
 		       size_t error_size)
 {
 	int spec_fd = spec_memfd(spec);
-	int status[2];
-	if (spec_fd < 0 || pipe2(status, O_CLOEXEC) != 0) {
+	if (spec_fd < 0) {
 		snprintf(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-		if (spec_fd >= 0)
-			close(spec_fd);
 		return false;
 	}
-	posix_spawn_file_actions_t actions;
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_adddup2(&actions, spec_fd, 0);
-	posix_spawn_file_actions_adddup2(&actions, status[1], 1);
-	posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-	posix_spawnattr_t attributes;
-	posix_spawnattr_init(&attributes);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&attributes, &none);
-	posix_spawnattr_setsigdefault(&attributes, &all);
-	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	char *argv[] = {"boxd-shim", NULL};
-	int failed = 0;
-	start->first_pid = shim_cgroup ? spawn_into_cgroup(spec_fd, status[1]) : -1;
-	if (start->first_pid < 0)
-		failed = posix_spawn(&start->first_pid, shim_program, &actions, &attributes, argv,
-				     environ);
-	posix_spawn_file_actions_destroy(&actions);
-	posix_spawnattr_destroy(&attributes);
+	bool ok = exec_spawn(spec_fd, &start->first_pid, &start->status_fd, error, error_size);
 	close(spec_fd);
-	close(status[1]);
-	if (failed) {
-		close(status[0]);
-		snprintf(error, error_size, "cannot start %s: %s", shim_program, strerror(failed));
+	if (!ok)
 		return false;
-	}
-	start->status_fd = status[0];
-	fcntl(status[0], F_SETFL, O_NONBLOCK);
-	start->status_event = event_new(boxd_base(), status[0], EV_READ | EV_PERSIST, on_status, start);
+	fcntl(start->status_fd, F_SETFL, O_NONBLOCK);
+	start->status_event = event_new(boxd_base(), start->status_fd, EV_READ | EV_PERSIST,
+					on_status, start);
 	event_add(start->status_event, NULL);
 	return true;
 }
@@ -698,6 +641,7 @@ static void contribute_health(cJSON *health)
 
 void exec_shutdown(void)
 {
+	exec_spawn_stop();
 	/* Empty ones only: running commands keep their cgroups. */
 	const char *dirs[] = {shim_cgroup, cgroup_base, pids_base};
 	for (size_t i = 0; i < 3; i++)
@@ -718,6 +662,8 @@ void exec_init(void)
 	free(procs);
 	prepare_cgroups();
 	procs_adopt();
+	exec_spawn_init(shim_program, shim_cgroup);
+	exec_spawn_spare();
 	health_register(contribute_health);
 	secrets_on_change(on_secrets_changed, NULL);
 }

@@ -1,6 +1,9 @@
 /* boxd-shim: the parent of one command, outliving boxd.
  *
  * boxd starts it with the spec (shim-spec.h) on stdin and a pipe on stdout.
+ * Or ahead of need, as a spare: stdin is then a socket; the spare detaches
+ * at once and waits for the spec's descriptor on it (and leaves at its end,
+ * when boxd goes), so a command's start does not wait for a shim's start.
  * The shim detaches (new session, forked away from boxd so nothing of boxd's
  * fate reaches it), starts the command, writes its meta file, then answers on
  * stdout with one line and closes it:
@@ -21,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -322,6 +326,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int signal_fd = setup_signals();
+	struct stat input;
+	bool spare = fstat(STDIN_FILENO, &input) == 0 && S_ISSOCK(input.st_mode);
+	if (spare) {
+		detach();
+		int spec = receive_fd(STDIN_FILENO);
+		if (spec < 0)
+			return 0; /* boxd went away before it needed this spare */
+		dup2(spec, STDIN_FILENO);
+		close(spec);
+	}
 	if (!shim_spec_read(&shim->spec, STDIN_FILENO, error, sizeof error)) {
 		status_line("error internal %s", error);
 		return 1;
@@ -329,7 +343,8 @@ int main(int argc, char **argv)
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	dup2(null, STDIN_FILENO);
 	close(null);
-	detach();
+	if (!spare)
+		detach();
 	if (!start(shim))
 		return 1;
 	loop(shim, signal_fd);

@@ -68,6 +68,14 @@ bool guard_install(int channel)
 
 int guard_receive(int channel)
 {
+	int fd = receive_fd(channel);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+int receive_fd(int channel)
+{
 	char byte;
 	struct iovec part = {&byte, 1};
 	union {
@@ -84,7 +92,6 @@ int guard_receive(int channel)
 		return -1;
 	int fd;
 	memcpy(&fd, CMSG_DATA(header), sizeof fd);
-	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
 }
 

@@ -1,14 +1,13 @@
 /* shim-log.c: the command's combined log, capped, keeping the newest output.
  *
- * When the file reaches its cap, its oldest half goes: with
- * FALLOC_FL_COLLAPSE_RANGE where the filesystem has it (ext4, xfs: no data is
- * copied), else by copying the newest half to the front. A write error (disk
- * full) stops the log, not the command: the error is kept for the exit record
- * and the result. */
+ * LOG holds the newest output; when it reaches half the cap it becomes LOG.1
+ * (the one before is deleted) and LOG starts again, so at most the cap is on
+ * disk and at least half of it is the newest output. boxd's log endpoint
+ * reads LOG.1 and LOG as one. A write error (disk full) stops the log, not
+ * the command: the error is kept for the exit record and the result. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +30,7 @@ static void log_fail(struct shim_log *log, const char *what, int error)
 void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
 {
 	*log = (struct shim_log){.fd = -1, .cap = cap, .path = xstrdup(path)};
-	/* Keep at least one block so the dropped half stays block aligned. */
+	/* A tiny cap would rotate at every write. */
 	if (log->cap < 8192)
 		log->cap = 8192;
 	char *dir = xstrdup(path);
@@ -54,46 +53,24 @@ void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
 		log_fail(log, "could not be opened:", errno);
 }
 
-/* Moves [from, size) to the front by copying, for filesystems without collapse. */
-static bool shift_by_copy(struct shim_log *log, uint64_t from)
+/* The current file becomes LOG.1 (replacing the older one) and a new one
+ * starts: the newest half of the cap to a whole cap stays on disk, and
+ * nothing has to be copied or written back first (collapsing a file's head
+ * makes ext4 write back all that follows, which stalled a flood by half). */
+static void rotate(struct shim_log *log)
 {
-	static char buffer[65536];
-	uint64_t src = from, dst = 0;
-	while (src < log->size) {
-		ssize_t n = pread(log->fd, buffer, sizeof buffer, (off_t)src);
-		if (n <= 0)
-			return false;
-		if (pwrite(log->fd, buffer, (size_t)n, (off_t)dst) != n)
-			return false;
-		src += (uint64_t)n;
-		dst += (uint64_t)n;
-	}
-	return ftruncate(log->fd, (off_t)dst) == 0;
-}
-
-static void drop_oldest(struct shim_log *log)
-{
-	/* Drop enough that the newest half of the cap stays, block aligned. */
-	uint64_t keep = log->cap / 2;
-	uint64_t drop = (log->size - keep) & ~(uint64_t)4095;
-	if (drop == 0)
+	char *older = xasprintf("%s.1", log->path);
+	if (rename(log->path, older) != 0) {
+		free(older);
+		log_fail(log, "could not be rotated:", errno);
 		return;
-	if (fallocate(log->fd, FALLOC_FL_COLLAPSE_RANGE, 0, (off_t)drop) != 0) {
-		/* The fd is write-only; copying needs to read it too. */
-		int rw = open(log->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (rw < 0) {
-			log_fail(log, "could not be shortened:", errno);
-			return;
-		}
-		close(log->fd);
-		log->fd = rw;
-		if (!shift_by_copy(log, drop)) {
-			log_fail(log, "could not be shortened:", errno);
-			return;
-		}
 	}
-	log->size -= drop;
-	lseek(log->fd, (off_t)log->size, SEEK_SET);
+	free(older);
+	close(log->fd);
+	log->fd = open(log->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	log->size = 0;
+	if (log->fd < 0)
+		log_fail(log, "could not be reopened:", errno);
 }
 
 void log_file_write(struct shim_log *log, const char *data, size_t length)
@@ -101,8 +78,8 @@ void log_file_write(struct shim_log *log, const char *data, size_t length)
 	log->total += length;
 	if (log->fd < 0)
 		return;
-	if (log->size + length > log->cap) {
-		drop_oldest(log);
+	if (log->size > 0 && log->size + length > log->cap / 2) {
+		rotate(log);
 		if (log->fd < 0)
 			return;
 	}

@@ -113,6 +113,8 @@ void socket_send_exit(struct shim *shim);
 bool guard_install(int channel);
 /* In the shim: receives the notification fd from `channel`. */
 int guard_receive(int channel);
+/* Receives one descriptor (SCM_RIGHTS) from `channel`; -1 at its end. */
+int receive_fd(int channel);
 /* Answers one pending notification: refuses signals aimed at boxd, at any
  * shim, or at every process (-1). */
 void guard_answer(struct shim *shim);

@@ -149,4 +149,5 @@ def remove_cgroup(path):
 @pytest.fixture
 def box(boxd):
     yield boxd
+    boxd.stop()  # first, so its spare shim leaves the cgroup too
     cleanup(boxd)
