@@ -1,5 +1,6 @@
 /* exec.c: starting shims and following them from the event loop. */
 #include "exec.h"
+#include "helpers.h"
 #include "exec-spawn.h"
 
 #include <errno.h>
@@ -550,28 +551,6 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 
 /* ---- start of boxd ---- */
 
-static char *find_shim(void)
-{
-	const char *override = getenv("BOXD_SHIM");
-	if (override && *override)
-		return xstrdup(override);
-	/* In the build tree the shim sits in ../shims next to boxd/. */
-	char *beside = xasprintf("%s", boxd_program);
-	char *slash = strrchr(beside, '/');
-	if (slash) {
-		*slash = '\0';
-		char *candidate = xasprintf("%s/../shims/boxd-shim", beside);
-		char resolved[PATH_MAX];
-		if (realpath(candidate, resolved) && access(resolved, X_OK) == 0) {
-			free(candidate);
-			free(beside);
-			return xstrdup(resolved);
-		}
-		free(candidate);
-	}
-	free(beside);
-	return xstrdup(BOXD_LIBEXECDIR "/boxd/boxd-shim");
-}
 
 static void prepare_cgroups(void)
 {
@@ -655,7 +634,7 @@ void exec_init(void)
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	self[n > 0 ? n : 0] = '\0';
 	boxd_program = xstrdup(self);
-	shim_program = find_shim();
+	shim_program = helper_path("boxd-shim");
 	char *procs = xasprintf("%s/procs", boxd_config()->run_dir);
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
