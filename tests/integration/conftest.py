@@ -17,6 +17,18 @@ BOXD = os.path.join(BUILD_DIR, "boxd", "boxd")
 BOXCTL = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
 
 
+def _sanitized():
+    try:
+        return b"libasan" in subprocess.run(["ldd", BOXD], capture_output=True).stdout
+    except OSError:
+        return False
+
+
+# Under ASan every allocation carries shadow memory and a quarantine, so
+# memory bounds in tests are scaled by this (flat stays flat, just higher).
+MEMORY_SCALE = 3 if _sanitized() else 1
+
+
 class UnixConnection(http.client.HTTPConnection):
     def __init__(self, path, timeout=30):
         super().__init__("boxd", timeout=timeout)

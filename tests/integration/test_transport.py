@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BOXD, wait_for
+from conftest import BOXD, MEMORY_SCALE, wait_for
 
 
 def raw(instance, data, timeout=10, shutdown=False):
@@ -102,7 +102,7 @@ def test_body_over_the_hard_limit_is_refused_without_buffering(boxd):
     assert s.recv(100).startswith(b"HTTP/1.1 413")
     s.close()
     rss_kib = int(open(f"/proc/{boxd.proc.pid}/status").read().split("VmHWM:")[1].split()[0])
-    assert rss_kib < 16 * 1024
+    assert rss_kib < 16 * 1024 * MEMORY_SCALE
     assert boxd.call("GET", "/v1/health")[0] == 200
 
 
