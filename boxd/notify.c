@@ -14,6 +14,8 @@
 #include "log.h"
 
 static int notify_fd = -1;
+
+static void notify_setup(void);
 static struct sockaddr_un notify_address;
 static socklen_t notify_length;
 static struct event *watchdog_timer;
@@ -69,7 +71,23 @@ static void start_watchdog(void)
 	log_msg(LOG_LEVEL_INFO, "pinging the systemd watchdog every %ld ms", half / 1000);
 }
 
+/* Commands inherit boxd's environment: systemd's variables are for boxd
+ * alone, so they go once read (a command pinging boxd's watchdog would hide
+ * a hung boxd). */
+static void forget_environment(void)
+{
+	unsetenv("NOTIFY_SOCKET");
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+}
+
 void notify_init(void)
+{
+	notify_setup();
+	forget_environment();
+}
+
+static void notify_setup(void)
 {
 	const char *path = getenv("NOTIFY_SOCKET");
 	if (!path || !*path || (path[0] != '/' && path[0] != '@'))

@@ -46,6 +46,22 @@ static void child_reset_signals(void)
 		signal(s, SIG_DFL);
 }
 
+/* boxd runs with OOMScoreAdjust=-1000 and everything it starts inherits
+ * that: left so, a runaway build would make the kernel's OOM killer pick
+ * anything but it. Commands get a positive score instead (raising it needs
+ * no privilege), so the kernel kills a command, never boxd or a shim. */
+#define COMMAND_OOM_SCORE_ADJ "500"
+
+static void raise_oom_score(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t unused = write(fd, COMMAND_OOM_SCORE_ADJ, sizeof COMMAND_OOM_SCORE_ADJ - 1);
+		(void)unused;
+		close(fd);
+	}
+}
+
 static void __attribute__((noreturn))
 child_run(struct shim *shim, int report, int guard_channel, int fds[3], int script)
 {
@@ -68,6 +84,7 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		struct rlimit limit = {spec->rlimits[i].soft, spec->rlimits[i].hard};
 		setrlimit(spec->rlimits[i].resource, &limit);
 	}
+	raise_oom_score();
 	if (guard_channel >= 0 && !guard_install(guard_channel))
 		child_fail(report, "internal", "cannot install the signal guard", errno);
 	if (geteuid() == 0) {
