@@ -187,9 +187,12 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 			snprintf(error, error_size, "action %d %s", index, why);
 			return false;
 		}
+		/* Only a wait's "ms" counts (and was range-checked above); the
+		 * same field on another action is ignored, never converted. */
+		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(action, "ms");
 		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
-		if (cJSON_IsNumber(ms))
+		if (type && strcmp(type, "wait") == 0 && cJSON_IsNumber(ms))
 			total_wait_ms += (long)ms->valuedouble;
 		if (text)
 			total_text += strlen(text);
