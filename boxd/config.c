@@ -1,3 +1,4 @@
+#include "text.h"
 #include "config.h"
 
 #include <errno.h>
@@ -50,17 +51,6 @@ void config_usage(const char *program)
 	       program);
 }
 
-static bool fail(char *error, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static bool fail(char *error, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(error, size, fmt, ap);
-	va_end(ap);
-	return false;
-}
 
 static bool parse_int(const char *text, long min, long max, long *out)
 {
@@ -110,14 +100,14 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 			return true;
 		}
 		if (!parse_int(value, 1, INT_MAX, &number))
-			return fail(error, size, "--vsock-port takes a port number or `off`, not `%s`", value);
+			return text_fail(error, size, "--vsock-port takes a port number or `off`, not `%s`", value);
 		config->vsock_port = (int)number;
 		return true;
 	case OPT_VSOCK_ALLOW_CID:
 		if (!parse_int(value, 0, 0xFFFFFFFEL, &number))
-			return fail(error, size, "--vsock-allow-cid takes a CID number, not `%s`", value);
+			return text_fail(error, size, "--vsock-allow-cid takes a CID number, not `%s`", value);
 		if (config->allowed_cid_count >= CONFIG_MAX_ALLOWED_CIDS)
-			return fail(error, size, "--vsock-allow-cid given more than %d times",
+			return text_fail(error, size, "--vsock-allow-cid given more than %d times",
 				    CONFIG_MAX_ALLOWED_CIDS - 1);
 		config->allowed_cids[config->allowed_cid_count++] = (unsigned)number;
 		return true;
@@ -128,17 +118,17 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 			return true;
 		}
 		if (strncmp(value, "vsock:", 6) != 0 && strncmp(value, "unix:", 5) != 0)
-			return fail(error, size, "--report takes vsock:CID:PORT, unix:PATH or off, not `%s`", value);
+			return text_fail(error, size, "--report takes vsock:CID:PORT, unix:PATH or off, not `%s`", value);
 		set_string(&config->report, value);
 		return true;
 	case OPT_REPORT_INTERVAL:
 		if (!parse_int(value, 1, 86400, &number))
-			return fail(error, size, "--report-interval takes seconds from 1 to 86400, not `%s`", value);
+			return text_fail(error, size, "--report-interval takes seconds from 1 to 86400, not `%s`", value);
 		config->report_interval_sec = (int)number;
 		return true;
 	case OPT_IDLE_TIMEOUT:
 		if (!parse_int(value, 1, 86400, &number))
-			return fail(error, size, "--idle-timeout takes seconds from 1 to 86400, not `%s`", value);
+			return text_fail(error, size, "--idle-timeout takes seconds from 1 to 86400, not `%s`", value);
 		config->idle_timeout_sec = (int)number;
 		return true;
 	case OPT_CGROUP:
@@ -147,19 +137,19 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 		else if (strcmp(value, "off") == 0)
 			config->cgroup = CGROUP_MODE_OFF;
 		else
-			return fail(error, size, "--cgroup takes auto or off, not `%s`", value);
+			return text_fail(error, size, "--cgroup takes auto or off, not `%s`", value);
 		return true;
 	case OPT_DEV:
 		if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
-			return fail(error, size, "dev takes true or false, not `%s`", value);
+			return text_fail(error, size, "dev takes true or false, not `%s`", value);
 		config->dev = strcmp(value, "true") == 0;
 		return true;
 	case OPT_LOG_LEVEL:
 		if (!parse_log_level(value, &config->log_level))
-			return fail(error, size, "--log-level takes error, warning, notice, info or debug, not `%s`", value);
+			return text_fail(error, size, "--log-level takes error, warning, notice, info or debug, not `%s`", value);
 		return true;
 	}
-	return fail(error, size, "unknown setting");
+	return text_fail(error, size, "unknown setting");
 }
 
 static int option_by_name(const char *name)
@@ -186,7 +176,7 @@ static bool load_file(struct boxd_config *config, const char *path, char *error,
 {
 	FILE *file = fopen(path, "r");
 	if (!file)
-		return fail(error, size, "cannot read config file %s: %s", path, strerror(errno));
+		return text_fail(error, size, "cannot read config file %s: %s", path, strerror(errno));
 	char line[4096];
 	int number = 0;
 	bool ok = true;
@@ -197,19 +187,19 @@ static bool load_file(struct boxd_config *config, const char *path, char *error,
 			continue;
 		char *equals = strchr(text, '=');
 		if (!equals) {
-			ok = fail(error, size, "%s:%d: expected `name = value`", path, number);
+			ok = text_fail(error, size, "%s:%d: expected `name = value`", path, number);
 			break;
 		}
 		*equals = '\0';
 		char *name = trim(text), *value = trim(equals + 1);
 		int id = option_by_name(name);
 		if (!id) {
-			ok = fail(error, size, "%s:%d: unknown setting `%s`", path, number, name);
+			ok = text_fail(error, size, "%s:%d: unknown setting `%s`", path, number, name);
 			break;
 		}
 		char reason[256];
 		if (!apply(config, id, value, reason, sizeof reason))
-			ok = fail(error, size, "%s:%d: %s", path, number, reason);
+			ok = text_fail(error, size, "%s:%d: %s", path, number, reason);
 	}
 	fclose(file);
 	return ok;
@@ -303,7 +293,7 @@ bool config_parse(struct boxd_config *config, int argc, char **argv,
 		case OPT_CONFIG: break;
 		case OPT_DEV: config->dev = true; break;
 		case '?':
-			return fail(error, size, "unknown or incomplete option `%s` (see --help)",
+			return text_fail(error, size, "unknown or incomplete option `%s` (see --help)",
 				    argv[optind - 1]);
 		default:
 			if (!apply(config, id, optarg, error, size))
@@ -311,7 +301,7 @@ bool config_parse(struct boxd_config *config, int argc, char **argv,
 		}
 	}
 	if (optind < argc)
-		return fail(error, size, "unexpected argument `%s` (see --help)", argv[optind]);
+		return text_fail(error, size, "unexpected argument `%s` (see --help)", argv[optind]);
 	finish(config);
 	return true;
 }

@@ -1,4 +1,5 @@
 /* exec-spawn.c: starting boxd-shim processes, and keeping one spare. */
+#include "fd-passing.h"
 #include "exec-spawn.h"
 
 #include <errno.h>
@@ -121,20 +122,7 @@ static bool spare_take(int spec_fd, pid_t *first_pid, int *status_fd)
 {
 	if (spare.channel < 0)
 		return false;
-	char byte = 's';
-	struct iovec part = {&byte, 1};
-	union {
-		char space[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
-	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-	header->cmsg_level = SOL_SOCKET;
-	header->cmsg_type = SCM_RIGHTS;
-	header->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(header), &spec_fd, sizeof spec_fd);
-	bool sent = sendmsg(spare.channel, &message, MSG_NOSIGNAL | MSG_DONTWAIT) == 1;
+	bool sent = fd_passing_send(spare.channel, spec_fd, 's', MSG_DONTWAIT);
 	close(spare.channel);
 	spare.channel = -1;
 	if (!sent) {

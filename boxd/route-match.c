@@ -1,20 +1,10 @@
+#include "text.h"
 #include "route-match.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "xalloc.h"
-
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 char *route_percent_decode(const char *text, size_t length, size_t *decoded_length)
 {
@@ -25,8 +15,8 @@ char *route_percent_decode(const char *text, size_t length, size_t *decoded_leng
 			out[n++] = text[i];
 			continue;
 		}
-		int high = i + 1 < length ? hex_value(text[i + 1]) : -1;
-		int low = i + 2 < length ? hex_value(text[i + 2]) : -1;
+		int high = i + 1 < length ? text_hex_value(text[i + 1]) : -1;
+		int low = i + 2 < length ? text_hex_value(text[i + 2]) : -1;
 		if (high < 0 || low < 0) {
 			free(out);
 			return NULL;

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd-passing.h"
 #include "shim.h"
 
 static const char *const signal_syscalls[] = {
@@ -47,20 +48,7 @@ bool guard_install(int channel)
 		return false;
 	}
 	int fd = seccomp_notify_fd(ctx);
-	char byte = 'g';
-	struct iovec part = {&byte, 1};
-	union {
-		char space[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
-	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-	header->cmsg_level = SOL_SOCKET;
-	header->cmsg_type = SCM_RIGHTS;
-	header->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(header), &fd, sizeof fd);
-	bool sent = sendmsg(channel, &message, MSG_NOSIGNAL) == 1;
+	bool sent = fd_passing_send(channel, fd, 'g', 0);
 	close(fd);
 	seccomp_release(ctx);
 	return sent;

@@ -1,3 +1,4 @@
+#include "text.h"
 #include "client.h"
 
 #include <errno.h>
@@ -30,28 +31,18 @@ struct body_sink {
 	bool stopped;
 };
 
-static bool fail(char *error, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool fail(char *error, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(error, size, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
 struct client *client_connect(const char *socket_path, char *error, size_t error_size)
 {
 	struct sockaddr_un address = {.sun_family = AF_UNIX};
 	if (strlen(socket_path) >= sizeof address.sun_path) {
-		fail(error, error_size, "socket path %s is too long", socket_path);
+		text_fail(error, error_size, "socket path %s is too long", socket_path);
 		return NULL;
 	}
 	strcpy(address.sun_path, socket_path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
 		int saved = errno;
-		fail(error, error_size, "cannot connect to boxd at %s: %s%s", socket_path, strerror(saved),
+		text_fail(error, error_size, "cannot connect to boxd at %s: %s%s", socket_path, strerror(saved),
 		     saved == ENOENT || saved == ECONNREFUSED ? " (is boxd running? see --socket or BOXD_SOCKET)" : "");
 		if (fd >= 0)
 			close(fd);
@@ -209,18 +200,18 @@ static bool read_head(struct client *client, struct client_response *response, c
 {
 	char line[8192];
 	if (!read_line(client, line, sizeof line))
-		return fail(error, error_size, "boxd closed the connection without an answer");
+		return text_fail(error, error_size, "boxd closed the connection without an answer");
 	if (sscanf(line, "HTTP/1.%*d %d", &response->status) != 1)
-		return fail(error, error_size, "boxd answered something that is not HTTP: %.60s", line);
+		return text_fail(error, error_size, "boxd answered something that is not HTTP: %.60s", line);
 	size_t total = 0;
 	for (;;) {
 		if (!read_line(client, line, sizeof line))
-			return fail(error, error_size, "the answer's headers were cut off");
+			return text_fail(error, error_size, "the answer's headers were cut off");
 		if (!line[0])
 			return true;
 		total += strlen(line);
 		if (total > MAX_HEADER_BYTES)
-			return fail(error, error_size, "the answer's headers are too large");
+			return text_fail(error, error_size, "the answer's headers are too large");
 		add_header(response, line);
 	}
 }
@@ -249,7 +240,7 @@ static bool read_response(struct client *client, const char *method, struct clie
 	else
 		ok = read_body_bytes(client, -1, sink);
 	if (!ok)
-		return fail(error, error_size, "the answer's body was cut off");
+		return text_fail(error, error_size, "the answer's body was cut off");
 	if (!sink->on_data) {
 		response->body = sink->data ? sink->data : xstrdup("");
 		response->body[sink->length] = '\0';
@@ -282,7 +273,7 @@ static bool exchange(struct client *client, const char *method, const char *path
 {
 	if (!send_head(client, method, path, content_type, (long long)body_length, extra_headers) ||
 	    (body_length && !write_all(client->fd, body, body_length)))
-		return fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
+		return text_fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
 	return read_response(client, method, response, sink, error, error_size);
 }
 
@@ -315,7 +306,7 @@ bool client_request_from_fd(struct client *client, const char *method, const cha
 			    struct client_response *response, char *error, size_t error_size)
 {
 	if (!send_head(client, method, path, content_type, -1, extra_headers))
-		return fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
+		return text_fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
 	char *chunk = xmalloc(READ_BUFFER + 32);
 	for (;;) {
 		ssize_t n = read(body_fd, chunk + 16, READ_BUFFER);
@@ -323,7 +314,7 @@ bool client_request_from_fd(struct client *client, const char *method, const cha
 			continue;
 		if (n < 0) {
 			free(chunk);
-			return fail(error, error_size, "cannot read the body to send: %s", strerror(errno));
+			return text_fail(error, error_size, "cannot read the body to send: %s", strerror(errno));
 		}
 		char size_line[16];
 		int prefix = snprintf(size_line, sizeof size_line, "%zx\r\n", (size_t)n);
@@ -331,7 +322,7 @@ bool client_request_from_fd(struct client *client, const char *method, const cha
 		memcpy(chunk + 16 + n, "\r\n", 2);
 		if (!write_all(client->fd, chunk + 16 - prefix, (size_t)prefix + (size_t)n + 2)) {
 			free(chunk);
-			return fail(error, error_size, "boxd stopped taking the body: %s", strerror(errno));
+			return text_fail(error, error_size, "boxd stopped taking the body: %s", strerror(errno));
 		}
 		if (n == 0)
 			break;

@@ -1,3 +1,4 @@
+#include "text.h"
 #include "manifest.h"
 
 #include <stdio.h>
@@ -5,21 +6,10 @@
 
 #include "safe-path.h"
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool manifest_hex_decode(const char *hex, size_t length, unsigned char *out)
 {
 	for (size_t i = 0; i < length; i++) {
-		int high = hex_value(hex[2 * i]), low = hex_value(hex[2 * i + 1]);
+		int high = text_hex_value(hex[2 * i]), low = text_hex_value(hex[2 * i + 1]);
 		if (high < 0 || low < 0)
 			return false;
 		out[i] = (unsigned char)(high << 4 | low);

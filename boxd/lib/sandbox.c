@@ -1,6 +1,7 @@
 /* sandbox.c: seccomp filters for workers (allowlists) and commands (see
  * sandbox.h). A policy is a list of rules turned into a libseccomp filter at
  * install, so the debug switch may come at any time before. */
+#include "text.h"
 #include "sandbox.h"
 
 #include <errno.h>
@@ -99,17 +100,6 @@ void sandbox_policy_deny(struct sandbox_policy *policy, const char *syscall, int
 					       .errno_value = errno_value});
 }
 
-static bool fail(char *error, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool fail(char *error, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(error, size, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
 static bool policy_mentions(const struct sandbox_policy *policy, const char *syscall)
 {
 	for (size_t i = 0; i < policy->rule_count; i++)
@@ -166,7 +156,7 @@ static bool debug_prepare(const struct sandbox_policy *policy, char *error, size
 	}
 	struct sigaction action = {.sa_sigaction = debug_report, .sa_flags = SA_SIGINFO};
 	if (sigaction(SIGSYS, &action, NULL) != 0)
-		return fail(error, size, "sandbox %s: cannot install the SIGSYS handler of debug mode: %s",
+		return text_fail(error, size, "sandbox %s: cannot install the SIGSYS handler of debug mode: %s",
 			    policy->name, strerror(errno));
 	return true;
 }
@@ -178,7 +168,7 @@ static bool add_to_filter(scmp_filter_ctx ctx, const struct sandbox_policy *poli
 {
 	int nr = seccomp_syscall_resolve_name(rule->syscall);
 	if (nr == __NR_SCMP_ERROR)
-		return fail(error, size, "sandbox %s: unknown syscall `%s` in the policy; "
+		return text_fail(error, size, "sandbox %s: unknown syscall `%s` in the policy; "
 			    "fix its name (see syscalls(2))", policy->name, rule->syscall);
 	int rc;
 	switch (rule->kind) {
@@ -194,7 +184,7 @@ static bool add_to_filter(scmp_filter_ctx ctx, const struct sandbox_policy *poli
 		break;
 	}
 	if (rc < 0)
-		return fail(error, size, "sandbox %s: libseccomp refused the rule for `%s`: %s",
+		return text_fail(error, size, "sandbox %s: libseccomp refused the rule for `%s`: %s",
 			    policy->name, rule->syscall, strerror(-rc));
 	return true;
 }
@@ -204,12 +194,12 @@ bool sandbox_policy_install(struct sandbox_policy *policy, char *error, size_t s
 	uint32_t refuse = policy->debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS;
 	scmp_filter_ctx ctx = seccomp_init(refuse);
 	if (!ctx)
-		return fail(error, size, "sandbox %s: libseccomp could not start a filter", policy->name);
+		return text_fail(error, size, "sandbox %s: libseccomp could not start a filter", policy->name);
 	bool ok = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) == 0 &&
 		  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 1) == 0 &&
 		  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) == 0;
 	if (!ok)
-		fail(error, size, "sandbox %s: libseccomp refused the filter attributes", policy->name);
+		text_fail(error, size, "sandbox %s: libseccomp refused the filter attributes", policy->name);
 	for (size_t i = 0; ok && i < policy->rule_count; i++)
 		ok = add_to_filter(ctx, policy, &policy->rules[i], error, size);
 	for (size_t i = 0; ok && i < sizeof harmless_probes / sizeof harmless_probes[0]; i++) {
@@ -224,7 +214,7 @@ bool sandbox_policy_install(struct sandbox_policy *policy, char *error, size_t s
 	if (ok) {
 		int rc = seccomp_load(ctx);
 		if (rc < 0)
-			ok = fail(error, size, "sandbox %s: the kernel refused the seccomp filter: %s",
+			ok = text_fail(error, size, "sandbox %s: the kernel refused the seccomp filter: %s",
 				  policy->name, strerror(-rc));
 	}
 	seccomp_release(ctx);

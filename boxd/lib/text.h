@@ -1,0 +1,16 @@
+/* text.h: small text helpers more than one module needs. */
+#ifndef BOXD_TEXT_H
+#define BOXD_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Formats a sentence into `error` and returns false, so a failing function
+ * can end with `return text_fail(error, size, "...", ...);`. */
+bool text_fail(char *error, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The value of a hexadecimal digit (either case), or -1. */
+int text_hex_value(char c);
+
+#endif
