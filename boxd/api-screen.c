@@ -316,20 +316,28 @@ static cJSON *screen_stop_reply(const cJSON *figures, const char *id)
 	return reply;
 }
 
+/* A recording that ended by itself (maxSec, a worker that died) left its
+ * figures in `ended`: the next stop collects them. False when there are none. */
+static bool reply_ended_recording(struct api_request *req)
+{
+	if (!recording.ended)
+		return false;
+	cJSON *figures = recording.ended;
+	recording.ended = NULL;
+	const cJSON *id = cJSON_GetObjectItem(figures, "recordingId");
+	api_reply_json(req, 200, screen_stop_reply(figures, cJSON_GetStringValue(id)));
+	cJSON_Delete(figures);
+	return true;
+}
+
 static void screen_on_record_stop(void *arg, const cJSON *answer, const void *payload,
 				  size_t length)
 {
 	struct api_request *req = arg;
 	if (!screen_answer_ok(answer)) {
 		/* A recording that ended meanwhile is collected from `ended`. */
-		if (recording.ended) {
-			cJSON *figures = recording.ended;
-			recording.ended = NULL;
-			const cJSON *id = cJSON_GetObjectItem(figures, "recordingId");
-			api_reply_json(req, 200, screen_stop_reply(figures, cJSON_GetStringValue(id)));
-			cJSON_Delete(figures);
+		if (reply_ended_recording(req))
 			return;
-		}
 		recording.stopping = false;
 		screen_reply_worker_error(req, answer);
 		return;
@@ -344,14 +352,8 @@ static void screen_on_record_stop(void *arg, const cJSON *answer, const void *pa
 
 static void handle_record_stop(struct api_request *req)
 {
-	if (recording.ended) {
-		cJSON *figures = recording.ended;
-		recording.ended = NULL;
-		const cJSON *id = cJSON_GetObjectItem(figures, "recordingId");
-		api_reply_json(req, 200, screen_stop_reply(figures, cJSON_GetStringValue(id)));
-		cJSON_Delete(figures);
+	if (reply_ended_recording(req))
 		return;
-	}
 	if (recording.starting || recording.stopping) {
 		api_reply_error(req, 409, "conflict", "the recording is %s; try again in a moment",
 				recording.starting ? "starting" : "already stopping");
