@@ -12,15 +12,7 @@
 #include "shim-spec.h"
 #include "utf8.h"
 
-static int failures;
-
-#define CHECK(condition)                                                              \
-	do {                                                                          \
-		if (!(condition)) {                                                   \
-			fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #condition); \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "check.h"
 
 static void test_utf8(void)
 {
@@ -125,7 +117,5 @@ int main(void)
 	test_fields();
 	test_spec_round_trip();
 	test_exit_record();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures != 0;
+	return check_done("exec-formats");
 }

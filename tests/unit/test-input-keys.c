@@ -6,15 +6,7 @@
 
 #include "input-keys.h"
 
-static int failures;
-
-#define CHECK(condition)                                                        \
-	do {                                                                    \
-		if (!(condition)) {                                             \
-			fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #condition); \
-			failures++;                                             \
-		}                                                               \
-	} while (0)
+#include "check.h"
 
 static int parse(const char *combo, KeySym *keysyms)
 {
@@ -80,7 +72,5 @@ int main(void)
 	test_combinations();
 	test_codepoints();
 	test_utf8();
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures != 0;
+	return check_done("input-keys");
 }

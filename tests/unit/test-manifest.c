@@ -5,15 +5,7 @@
 #include "manifest.h"
 #include "safe-path.h"
 
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
+#include "check.h"
 
 static const char *parse(const char *line, char *path, size_t *length)
 {
@@ -75,7 +67,5 @@ int main(void)
 	char hex[7];
 	manifest_hex_encode("\xff\x00z", 3, hex);
 	CHECK(strcmp(hex, "ff007a") == 0);
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures != 0;
+	return check_done("manifest");
 }

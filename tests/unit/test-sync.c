@@ -13,15 +13,7 @@
 #include "sync.h"
 #include "work-path.h"
 
-static int failures;
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                        \
-		}                                                          \
-	} while (0)
+#include "check.h"
 
 static void write_file(int dir, const char *name, const char *text, mode_t mode)
 {
@@ -159,9 +151,6 @@ int main(void)
 	free(manifest);
 	char command[512];
 	snprintf(command, sizeof command, "rm -rf %s %s", root, cache_path);
-	if (system(command) != 0)
-		failures++;
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures != 0;
+	CHECK(system(command) == 0);
+	return check_done("sync");
 }
