@@ -57,13 +57,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 	posix_spawn_file_actions_adddup2(&actions, output[1], 1);
 	posix_spawn_file_actions_adddup2(&actions, error[1], 2);
 	posix_spawnattr_t attributes;
-	posix_spawnattr_init(&attributes);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&attributes, &none);
-	posix_spawnattr_setsigdefault(&attributes, &all);
-	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	helper_spawn_attributes(&attributes);
 	pid_t pid;
 	int status = posix_spawn(&pid, argv[0], &actions, &attributes, (char **)argv, environ);
 	posix_spawn_file_actions_destroy(&actions);

@@ -1,5 +1,4 @@
 /* exec-spawn.c: starting boxd-shim processes, and keeping one spare. */
-#include "fd-passing.h"
 #include "exec-spawn.h"
 
 #include <errno.h>
@@ -17,6 +16,8 @@
 #include <unistd.h>
 #include <linux/sched.h>
 
+#include "fd-passing.h"
+#include "helpers.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -70,13 +71,7 @@ static pid_t spawn_process(int input, int output)
 	posix_spawn_file_actions_adddup2(&actions, output, 1);
 	posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
 	posix_spawnattr_t attributes;
-	posix_spawnattr_init(&attributes);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&attributes, &none);
-	posix_spawnattr_setsigdefault(&attributes, &all);
-	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	helper_spawn_attributes(&attributes);
 	char *argv[] = {"boxd-shim", NULL};
 	int failed = posix_spawn(&pid, shim_program, &actions, &attributes, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);

@@ -1,7 +1,7 @@
 /* exec.c: starting shims and following them from the event loop. */
 #include "exec.h"
-#include "helpers.h"
 #include "exec-spawn.h"
+#include "helpers.h"
 
 #include <errno.h>
 #include <event2/event.h>

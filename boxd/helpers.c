@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,4 +44,15 @@ char *helper_path(const char *name)
 		}
 	}
 	return xasprintf("%s/%s", BOXD_LIBEXECDIR, name);
+}
+
+void helper_spawn_attributes(posix_spawnattr_t *attributes)
+{
+	posix_spawnattr_init(attributes);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(attributes, &none);
+	posix_spawnattr_setsigdefault(attributes, &all);
+	posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 }
