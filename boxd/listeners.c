@@ -198,20 +198,20 @@ void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t lengt
 {
 	if (!address || !address_length)
 		return;
-	struct sockaddr_storage shown;
-	socklen_t shown_length = length;
-	memcpy(&shown, peer, sizeof shown);
-	if (peer->ss_family == AF_VSOCK) {
-		struct sockaddr_un *as_unix = (struct sockaddr_un *)&shown;
-		memset(as_unix, 0, sizeof *as_unix);
-		as_unix->sun_family = AF_UNIX;
-		snprintf(as_unix->sun_path, sizeof as_unix->sun_path, "vsock:%u",
-			 ((const struct sockaddr_vm *)peer)->svm_cid);
-		shown_length = sizeof *as_unix;
+	if (peer->ss_family != AF_VSOCK) {
+		socklen_t copy = length < *address_length ? length : *address_length;
+		memcpy(address, peer, copy);
+		*address_length = length;
+		return;
 	}
-	socklen_t copy = shown_length < *address_length ? shown_length : *address_length;
-	memcpy(address, &shown, copy);
-	*address_length = shown_length;
+	/* An unnamed unix peer: the family alone, exactly what accept() gives
+	 * for a unix client. It must stay this small: libevent 2.1 copies the
+	 * peer address into a field sized for sockaddr_in6 (28 bytes) and
+	 * aborts the process on anything longer (a 110-byte sockaddr_un did). */
+	sa_family_t family = AF_UNIX;
+	memset(address, 0, *address_length);
+	memcpy(address, &family, *address_length < sizeof family ? *address_length : sizeof family);
+	*address_length = sizeof family;
 }
 
 typedef int (*accept4_function)(int, struct sockaddr *, socklen_t *, int);

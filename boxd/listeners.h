@@ -6,9 +6,10 @@
  *
  * How: libevent's listeners call accept4(2). boxd defines accept4 (see
  * listeners.c) so that on a guarded listening socket each accepted peer is
- * checked first. The same hook presents vsock peers to evhttp as AF_UNIX
- * addresses: evhttp 2.1 calls getnameinfo() on every peer and exits the
- * process when that fails, which it does for AF_VSOCK. */
+ * checked first. The same hook presents vsock peers to evhttp as unnamed
+ * AF_UNIX addresses: evhttp 2.1 calls getnameinfo() on every peer and exits
+ * the process when that fails, which it does for AF_VSOCK, and libevent's
+ * bufferevents abort on any address longer than a sockaddr_in6. */
 #ifndef BOXD_LISTENERS_H
 #define BOXD_LISTENERS_H
 
@@ -35,9 +36,10 @@ void listeners_unguard(int listen_fd);
 bool listeners_uid_allowed(uid_t peer_uid, uid_t own_uid);
 bool listeners_cid_allowed(unsigned peer_cid, const unsigned *allowed_cids, int count);
 
-/* What evhttp is told about an accepted peer: a vsock peer becomes the
- * AF_UNIX address "vsock:CID", which glibc's getnameinfo() can name; others
- * pass unchanged. Copies at most *address_length bytes, like accept4. */
+/* What evhttp is told about an accepted peer: a vsock peer becomes an
+ * unnamed AF_UNIX address (the family alone, 2 bytes), which glibc's
+ * getnameinfo() can name and libevent can store; others pass unchanged.
+ * Copies at most *address_length bytes, like accept4. */
 struct sockaddr;
 struct sockaddr_storage;
 void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t length,

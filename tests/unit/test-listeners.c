@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <linux/vm_sockets.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -113,19 +114,22 @@ static void check_vsock_names(void)
 			  NI_NUMERICHOST | NI_NUMERICSERV) != 0);
 
 	struct sockaddr_storage shown;
+	memset(&shown, 0xff, sizeof shown);
 	socklen_t shown_length = sizeof shown;
 	listeners_present_peer(&peer, sizeof *vm, (struct sockaddr *)&shown, &shown_length);
+	CHECK(shown.ss_family == AF_UNIX);
+	/* libevent 2.1's bufferevent_socket_set_conn_address_ asserts this. */
+	CHECK(shown_length <= sizeof(struct sockaddr_in6));
 	struct sockaddr_un *as_unix = (struct sockaddr_un *)&shown;
-	CHECK(shown.ss_family == AF_UNIX && strcmp(as_unix->sun_path, "vsock:2") == 0);
-	as_unix->sun_path[0] = '\0'; /* evhttp blanks the path before asking */
+	CHECK(as_unix->sun_path[0] == '\0');
 	CHECK(getnameinfo((struct sockaddr *)&shown, shown_length, host, sizeof host, service,
 			  sizeof service, NI_NUMERICHOST | NI_NUMERICSERV) == 0);
 
 	/* A short buffer gets what fits and the full length, as accept4 does. */
-	char tiny[4];
+	char tiny[1];
 	socklen_t tiny_length = sizeof tiny;
 	listeners_present_peer(&peer, sizeof *vm, (struct sockaddr *)tiny, &tiny_length);
-	CHECK(tiny_length == sizeof(struct sockaddr_un));
+	CHECK(tiny_length == sizeof(sa_family_t));
 }
 
 int main(void)
