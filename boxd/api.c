@@ -20,6 +20,7 @@
 #include "redact.h"
 #include "request-ids.h"
 #include "routes.h"
+#include "text.h"
 #include "xalloc.h"
 
 struct api_request {
@@ -333,6 +334,12 @@ cJSON *api_body_json(struct api_request *req)
 	if (!cJSON_IsObject(json)) {
 		cJSON_Delete(json);
 		api_reply_bad_request(req, "the body must be a JSON object");
+		return NULL;
+	}
+	if (text_json_has_nul(body, length)) {
+		cJSON_Delete(json);
+		api_reply_bad_request(req, "a string in the body holds a NUL character (\\u0000), "
+				      "which no command, path or value can carry");
 		return NULL;
 	}
 	req->json = json;

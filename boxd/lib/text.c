@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 bool text_fail(char *error, size_t size, const char *fmt, ...)
 {
@@ -21,4 +22,19 @@ int text_hex_value(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+bool text_json_has_nul(const char *json, size_t length)
+{
+	bool in_string = false;
+	for (size_t i = 0; i < length; i++) {
+		if (json[i] == '"') {
+			in_string = !in_string;
+		} else if (in_string && json[i] == '\\' && i + 1 < length) {
+			if (json[i + 1] == 'u' && i + 5 < length && memcmp(json + i + 2, "0000", 4) == 0)
+				return true;
+			i++; /* the escaped character, so \\ and \" do not confuse the scan */
+		}
+	}
+	return false;
 }

@@ -13,4 +13,10 @@ bool text_fail(char *error, size_t size, const char *fmt, ...)
 /* The value of a hexadecimal digit (either case), or -1. */
 int text_hex_value(char c);
 
+/* True when JSON text holds a string with an escaped NUL (\u0000). cJSON
+ * keeps strings NUL-terminated, so such a string would reach its user cut
+ * short at the NUL: a command or an env value silently shortened. The
+ * contract makes it a bad_request instead. */
+bool text_json_has_nul(const char *json, size_t length);
+
 #endif
