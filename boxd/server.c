@@ -1,9 +1,14 @@
 #include "server.h"
 
+#include <errno.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "api-internal.h"
@@ -14,7 +19,87 @@
 
 static struct evhttp *http;
 static int unix_fd = -1, vsock_fd = -1;
+static struct evhttp_bound_socket *unix_bound;
 static char *socket_path;
+/* Watches the socket's directory: a socket file deleted by a careless
+ * command (an rm -rf of the run dir) would leave boxd up and unreachable. */
+static int watch_fd = -1;
+static struct event *watch_event;
+
+static bool serve_unix(const char *path, char *error, size_t error_size)
+{
+	int fd = listeners_open_unix(path, error, error_size);
+	if (fd < 0)
+		return false;
+	listeners_guard_unix(fd);
+	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(http, fd);
+	if (!bound) {
+		snprintf(error, error_size, "cannot serve on %s", path);
+		listeners_unguard(fd);
+		close(fd);
+		return false;
+	}
+	unix_fd = fd;
+	unix_bound = bound;
+	return true;
+}
+
+/* The socket file is gone: bind a new one at the same path. The old
+ * listening socket is closed (it can no longer be reached by name). */
+static void recreate_socket(void)
+{
+	if (unix_bound) {
+		listeners_unguard(unix_fd);
+		evhttp_del_accept_socket(http, unix_bound); /* closes the fd */
+		unix_bound = NULL;
+		unix_fd = -1;
+	}
+	char error[512];
+	if (serve_unix(socket_path, error, sizeof error))
+		log_msg(LOG_LEVEL_WARNING, "the socket %s was removed; serving on a new one", socket_path);
+	else
+		log_msg(LOG_LEVEL_ERROR, "the socket %s was removed and cannot be made again: %s",
+			socket_path, error);
+}
+
+static void on_socket_dir_event(evutil_socket_t fd, short what, void *arg)
+{
+	char buffer[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const char *name = arg;
+	bool removed = false;
+	ssize_t n;
+	while ((n = read(fd, buffer, sizeof buffer)) > 0) {
+		for (char *at = buffer; at < buffer + n;) {
+			const struct inotify_event *event = (const struct inotify_event *)at;
+			if (event->len && strcmp(event->name, name) == 0)
+				removed = true;
+			at += sizeof *event + event->len;
+		}
+	}
+	if (removed && access(socket_path, F_OK) != 0)
+		recreate_socket();
+}
+
+static void watch_socket(void)
+{
+	char directory[PATH_MAX], name[PATH_MAX];
+	snprintf(directory, sizeof directory, "%s", socket_path);
+	snprintf(name, sizeof name, "%s", socket_path);
+	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (watch_fd < 0 ||
+	    inotify_add_watch(watch_fd, dirname(directory), IN_DELETE | IN_MOVED_FROM) < 0) {
+		log_msg(LOG_LEVEL_WARNING, "cannot watch %s (%s): a removed socket will not be made again",
+			socket_path, strerror(errno));
+		if (watch_fd >= 0)
+			close(watch_fd);
+		watch_fd = -1;
+		return;
+	}
+	static char base[PATH_MAX];
+	snprintf(base, sizeof base, "%s", basename(name));
+	watch_event = event_new(boxd_base(), watch_fd, EV_READ | EV_PERSIST, on_socket_dir_event, base);
+	event_add(watch_event, NULL);
+}
 
 static void serve_vsock(const struct boxd_config *config)
 {
@@ -46,22 +131,24 @@ bool server_start(const struct boxd_config *config, char *error, size_t error_si
 	 * request, is dropped after this long. */
 	evhttp_set_timeout(http, config->idle_timeout_sec);
 
-	unix_fd = listeners_open_unix(config->socket_path, error, error_size);
-	if (unix_fd < 0)
+	if (!serve_unix(config->socket_path, error, error_size))
 		return false;
-	listeners_guard_unix(unix_fd);
-	if (!evhttp_accept_socket_with_handle(http, unix_fd)) {
-		snprintf(error, error_size, "cannot serve on %s", config->socket_path);
-		return false;
-	}
 	socket_path = xstrdup(config->socket_path);
 	log_msg(LOG_LEVEL_INFO, "serving on %s", socket_path);
+	watch_socket();
 	serve_vsock(config);
 	return true;
 }
 
 void server_stop(void)
 {
+	if (watch_event) {
+		event_free(watch_event);
+		watch_event = NULL;
+	}
+	if (watch_fd >= 0)
+		close(watch_fd);
+	watch_fd = -1;
 	if (http) {
 		/* evhttp_free closes the bound sockets and every connection. */
 		evhttp_free(http);
@@ -72,6 +159,7 @@ void server_stop(void)
 	if (vsock_fd >= 0)
 		listeners_unguard(vsock_fd);
 	unix_fd = vsock_fd = -1;
+	unix_bound = NULL;
 	if (socket_path) {
 		unlink(socket_path);
 		free(socket_path);

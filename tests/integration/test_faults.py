@@ -24,3 +24,17 @@ def test_escaped_backslash_before_u0000_text_is_not_a_nul(boxd):
     status, result = boxd.call("POST", "/v1/exec", json.loads(body))
     assert status == 200, result
     assert result["stdout"] == "\\u0000\n"
+
+
+def test_a_removed_socket_is_made_again(boxd):
+    import os
+    from conftest import wait_for
+    os.unlink(boxd.socket)
+    wait_for(lambda: os.path.exists(boxd.socket), timeout=5, what="the socket to be made again")
+    status, health = boxd.call("GET", "/v1/health")
+    assert status == 200 and health["ok"] is True
+    # Moved away counts as removed too.
+    os.rename(boxd.socket, boxd.socket + ".moved")
+    wait_for(lambda: os.path.exists(boxd.socket), timeout=5, what="the socket to be made again")
+    assert boxd.call("GET", "/v1/health")[0] == 200
+    assert "was removed; serving on a new one" in boxd.log()
