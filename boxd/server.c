@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -26,13 +27,76 @@ static char *socket_path;
 static int watch_fd = -1;
 static struct event *watch_event;
 
+/* Out of file descriptors (EMFILE/ENFILE), a listener would fail its accept
+ * at once, again and again: libevent retries at full speed and logs each
+ * failure (492 MB of log in 10 s). Instead the listeners rest a moment,
+ * logged once per rest, and try again; peers wait in the kernel's backlog. */
+#define LISTENER_REST_MS 250
+#define MAX_LISTENERS 4
+
+static struct evconnlistener *resting[MAX_LISTENERS];
+static struct event *rest_timer;
+
+static void on_rest_over(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < MAX_LISTENERS; i++) {
+		if (resting[i])
+			evconnlistener_enable(resting[i]);
+		resting[i] = NULL;
+	}
+}
+
+static void rest_listener(struct evconnlistener *listener, int error)
+{
+	if (!rest_timer)
+		rest_timer = evtimer_new(boxd_base(), on_rest_over, NULL);
+	if (!evtimer_pending(rest_timer, NULL)) {
+		log_msg(LOG_LEVEL_WARNING, "out of file descriptors (%s): not accepting for %d ms",
+			strerror(error), LISTENER_REST_MS);
+		struct timeval delay = {0, LISTENER_REST_MS * 1000};
+		evtimer_add(rest_timer, &delay);
+	}
+	evconnlistener_disable(listener);
+	for (int i = 0; i < MAX_LISTENERS; i++) {
+		if (resting[i] == listener || !resting[i]) {
+			resting[i] = listener;
+			return;
+		}
+	}
+}
+
+static void forget_listener(struct evconnlistener *listener)
+{
+	for (int i = 0; i < MAX_LISTENERS; i++)
+		if (resting[i] == listener)
+			resting[i] = NULL;
+}
+
+static void on_listener_error(struct evconnlistener *listener, void *arg)
+{
+	int error = errno;
+	if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM)
+		rest_listener(listener, error);
+	else
+		log_msg(LOG_LEVEL_WARNING, "accepting a connection failed: %s", strerror(error));
+}
+
+/* Serves `fd` with evhttp, with the rest-when-out-of-fds rule. */
+static struct evhttp_bound_socket *serve_listener(int fd)
+{
+	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(http, fd);
+	if (bound)
+		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound), on_listener_error);
+	return bound;
+}
+
 static bool serve_unix(const char *path, char *error, size_t error_size)
 {
 	int fd = listeners_open_unix(path, error, error_size);
 	if (fd < 0)
 		return false;
 	listeners_guard_unix(fd);
-	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(http, fd);
+	struct evhttp_bound_socket *bound = serve_listener(fd);
 	if (!bound) {
 		snprintf(error, error_size, "cannot serve on %s", path);
 		listeners_unguard(fd);
@@ -50,6 +114,7 @@ static void recreate_socket(void)
 {
 	if (unix_bound) {
 		listeners_unguard(unix_fd);
+		forget_listener(evhttp_bound_socket_get_listener(unix_bound));
 		evhttp_del_accept_socket(http, unix_bound); /* closes the fd */
 		unix_bound = NULL;
 		unix_fd = -1;
@@ -112,7 +177,7 @@ static void serve_vsock(const struct boxd_config *config)
 		return;
 	}
 	listeners_guard_vsock(vsock_fd, config->allowed_cids, config->allowed_cid_count);
-	if (!evhttp_accept_socket_with_handle(http, vsock_fd)) {
+	if (!serve_listener(vsock_fd)) {
 		log_msg(LOG_LEVEL_WARNING, "cannot serve vsock port %d; serving on the unix socket only",
 			config->vsock_port);
 		listeners_unguard(vsock_fd);
@@ -142,6 +207,11 @@ bool server_start(const struct boxd_config *config, char *error, size_t error_si
 
 void server_stop(void)
 {
+	if (rest_timer) {
+		event_free(rest_timer);
+		rest_timer = NULL;
+	}
+	memset(resting, 0, sizeof resting);
 	if (watch_event) {
 		event_free(watch_event);
 		watch_event = NULL;
