@@ -205,6 +205,7 @@ struct exec_call {
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
+	bool resumed;       /* attached after a restart of boxd: started before */
 };
 
 static void call_release(void *data)
@@ -386,9 +387,11 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 	call->job = job;
 	job->busy++;
 	if (job->meta.background) {
-		char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
-		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
-		free(what);
+		if (!call->resumed) {
+			char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
+			steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
+			free(what);
+		}
 		cJSON *answer = cJSON_CreateObject();
 		cJSON_AddStringToObject(answer, "bgId", job->id);
 		cJSON_AddNumberToObject(answer, "pid", job->meta.pid);
@@ -407,8 +410,27 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 	exec_watch(job, &call->watch);
 }
 
+/* A repeat of an X-Request-Id whose first call a restart of boxd cut: the
+ * command it started (adopted since) is attached to, never run again. */
+static bool resume_exec(struct api_request *req)
+{
+	const char *id = api_request_resumed(req);
+	struct exec_job *job = id ? exec_find(id) : NULL;
+	if (!job)
+		return false; /* the first call ended before its command started */
+	struct exec_call *call = xcalloc(1, sizeof *call);
+	call->req = req;
+	call->fd = -1;
+	call->resumed = true;
+	api_set_data(req, call, call_release);
+	on_started(call, job, NULL, NULL);
+	return true;
+}
+
 static void handle_exec(struct api_request *req)
 {
+	if (resume_exec(req))
+		return;
 	struct exec_request *request = parse_request(req);
 	if (!request)
 		return;
@@ -419,6 +441,9 @@ static void handle_exec(struct api_request *req)
 	call->req = req;
 	call->fd = -1;
 	api_set_data(req, call, call_release);
+	/* Named before it starts, so a repeat after a crash of boxd finds it. */
+	request->id = exec_new_id(request->background);
+	api_request_bind(req, request->id);
 	exec_start(request, on_started, call);
 }
 

@@ -324,10 +324,10 @@ static void handle_delete(struct api_request *req)
 }
 
 const struct api_route api_uploads_routes[] = {
-	{"POST", "/v1/uploads", API_REFUSED_WHILE_LOCKED, 0, handle_create},
-	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED, API_MAX_BODY, handle_put},
+	{"POST", "/v1/uploads", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_create},
+	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, API_MAX_BODY, handle_put},
 	{"HEAD", "/v1/uploads/{}", 0, 0, handle_head},
 	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_finish},
-	{"DELETE", "/v1/uploads/{}", 0, 0, handle_delete},
+	{"DELETE", "/v1/uploads/{}", API_IDEMPOTENT, 0, handle_delete},
 	{0},
 };

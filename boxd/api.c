@@ -39,6 +39,7 @@ struct api_request {
 	void (*on_gone)(struct api_request *req);
 	void (*drained)(struct api_request *req);
 	struct request_id_entry *memory;
+	const char *resume; /* the resource an orphaned X-Request-Id made */
 };
 
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
@@ -126,14 +127,13 @@ static void request_free(struct api_request *req)
 	free(req);
 }
 
-static void answer_waiters(struct request_id_entry *entry)
+static void answer_waiters(struct request_id_entry *entry, const void *data, size_t length)
 {
 	struct waiter_list *waiters = entry->waiters;
 	if (!waiters)
 		return;
 	for (size_t i = 0; i < waiters->count; i++)
-		send_raw(waiters->items[i], entry->status, entry->content_type, entry->body,
-			 entry->body_length, entry->id);
+		send_raw(waiters->items[i], entry->status, entry->content_type, data, length, entry->id);
 	free(waiters->items);
 	free(waiters);
 	entry->waiters = NULL;
@@ -145,8 +145,19 @@ static void remember_answer(struct api_request *req, int status, const char *con
 	if (!req->memory)
 		return;
 	request_ids_finish(req->memory, status, content_type, data, length, clock_monotonic_ms());
-	answer_waiters(req->memory);
+	answer_waiters(req->memory, data, length);
 	req->memory = NULL;
+}
+
+void api_request_bind(struct api_request *req, const char *resource)
+{
+	if (req->memory)
+		request_ids_bind(req->memory, resource);
+}
+
+const char *api_request_resumed(struct api_request *req)
+{
+	return req->resume;
 }
 
 /* ---- answering ---- */
@@ -224,17 +235,19 @@ void api_stream_start(struct api_request *req, int status, const char *content_t
 		      void (*drained)(struct api_request *req))
 {
 	if (req->memory) {
-		/* A stream cannot be replayed; repeats are told to fetch by id. */
-		struct waiter_list *waiters = req->memory->waiters;
-		for (size_t i = 0; waiters && i < waiters->count; i++)
-			send_raw_error(waiters->items[i], 409, "conflict",
-				       "the first call with this X-Request-Id is streaming its answer; fetch the result by its id");
-		if (waiters) {
-			free(waiters->items);
-			free(waiters);
-		}
-		request_ids_abandon(req->memory);
-		req->memory = NULL;
+		/* A stream cannot be replayed: this and every later repeat is
+		 * told to fetch the result by its id. */
+		struct request_id_entry *entry = req->memory;
+		char *text = xasprintf("the first call with X-Request-Id %s streams its answer; fetch the result %s%s",
+				       entry->id, entry->resource ? "of " : "by its id",
+				       entry->resource ? entry->resource : "");
+		char *message = redact_text(text);
+		free(text);
+		size_t length;
+		char *body = error_json("conflict", message, &length);
+		remember_answer(req, 409, "application/json", body, length);
+		free(body);
+		free(message);
 	}
 	req->streaming = true;
 	req->drained = drained;
@@ -378,6 +391,25 @@ static void attach_waiter(struct request_id_entry *entry, struct evhttp_request 
 	waiters->items[waiters->count++] = http;
 }
 
+/* A repeat of a finished call gets its answer again, read back from the
+ * store; an answer dropped by the byte bound is refused, never run again. */
+static void replay(struct api_request *req, const struct request_id_entry *entry)
+{
+	size_t length;
+	char *body = request_ids_body(entry, &length);
+	if (!body) {
+		api_reply_error(req, 409, "conflict",
+				"the first call with X-Request-Id %s ended (status %d) and its answer is "
+				"no longer kept; fetch the result %s%s",
+				entry->id, entry->status, entry->resource ? "of " : "by its id",
+				entry->resource ? entry->resource : "");
+		return;
+	}
+	send_raw(req->http, entry->status, entry->content_type, body, length, entry->id);
+	free(body);
+	request_free(req);
+}
+
 /* Applies the X-Request-Id rule. Returns true when the request was answered
  * (replayed, attached or refused) and the handler must not run. */
 static bool apply_request_id(struct api_request *req, const char *method)
@@ -398,18 +430,28 @@ static bool apply_request_id(struct api_request *req, const char *method)
 				id, entry->target);
 		return true;
 	}
+	free(target);
 	if (entry && entry->done) {
-		free(target);
-		send_raw(req->http, entry->status, entry->content_type, entry->body, entry->body_length, id);
-		request_free(req);
+		replay(req, entry);
 		return true;
 	}
+	if (entry && entry->orphaned) {
+		/* Its boxd ended before it answered. What it made (a command) is
+		 * attached to; a call that made nothing yet runs now, once. */
+		req->memory = entry;
+		if (entry->resource)
+			req->resume = entry->resource;
+		else
+			request_ids_restart(entry);
+		entry->orphaned = false;
+		return false;
+	}
 	if (entry) {
-		free(target);
 		attach_waiter(entry, req->http);
 		request_free(req);
 		return true;
 	}
+	target = xasprintf("%s %s", method, evhttp_request_get_uri(req->http));
 	req->memory = request_ids_begin(id, target, clock_monotonic_ms());
 	free(target);
 	return false;

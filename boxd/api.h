@@ -66,6 +66,13 @@ cJSON *api_body_json(struct api_request *req);
  * request ends (answered or abandoned). */
 void api_set_data(struct api_request *req, void *data, void (*release)(void *data));
 void *api_data(struct api_request *req);
+/* Names what this call made (a command id) in its X-Request-Id memory,
+ * before it answers. No-op without an id. */
+void api_request_bind(struct api_request *req, const char *resource);
+/* When this is a repeat of an X-Request-Id whose first call a restart of
+ * boxd cut after it bound a resource: that resource, for the handler to
+ * attach to instead of making it again. Else NULL. */
+const char *api_request_resumed(struct api_request *req);
 /* True once the client has disconnected; an answer is then discarded. */
 bool api_client_gone(struct api_request *req);
 /* Called once if the client disconnects before the answer is complete. */

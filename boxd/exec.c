@@ -347,7 +347,13 @@ void exec_request_free(struct exec_request *r)
 	free(r->env);
 	free(r->stdin_data);
 	free(r->note);
+	free(r->id);
 	free(r);
+}
+
+char *exec_new_id(bool background)
+{
+	return random_id(background ? 'b' : 'c');
 }
 
 static void push_env(char ***env, size_t *count, char *entry)
@@ -529,7 +535,7 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 	start->started = started;
 	start->arg = arg;
 	start->status_fd = -1;
-	start->id = random_id(request->background ? 'b' : 'c');
+	start->id = request->id ? xstrdup(request->id) : exec_new_id(request->background);
 	char *dir = exec_state_path(start->id, NULL);
 	char error[512] = "";
 	struct shim_spec spec;

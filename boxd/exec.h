@@ -43,8 +43,12 @@ struct exec_request {
 	bool background;
 	bool streaming;     /* hold output until the stream subscribes */
 	char *note;
+	char *id;           /* NULL: exec_start picks one (see exec_new_id) */
 };
 void exec_request_free(struct exec_request *request);
+/* A fresh command id ("c_..." foreground, "b_..." background), for a caller
+ * that must name a command before it starts (the X-Request-Id memory). */
+char *exec_new_id(bool background);
 
 struct exec_job {
 	char *id;           /* "c_..." foreground, "b_..." background */

@@ -83,21 +83,33 @@ static bool clear_stale_socket(const struct sockaddr_un *address, char *error, s
 
 int listeners_open_unix(const char *path, char *error, size_t error_size)
 {
-	struct sockaddr_un address;
+	struct sockaddr_un address, staging;
 	if (!fill_unix_address(&address, path, error, error_size) ||
 	    !clear_stale_socket(&address, error, error_size))
 		return -1;
+	/* Bound and listening under a staging name, then renamed into place:
+	 * a client never finds a socket file that refuses it (between bind and
+	 * listen), even when boxd makes a removed socket again. */
+	char staged[sizeof staging.sun_path];
+	int length = snprintf(staged, sizeof staged, "%s.%d.new", path, (int)getpid());
+	bool staging_fits = length > 0 && (size_t)length < sizeof staged;
+	if (!staging_fits || !fill_unix_address(&staging, staged, error, error_size))
+		staging = address;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		snprintf(error, error_size, "cannot create a unix socket: %s", strerror(errno));
 		return -1;
 	}
+	unlink(staging.sun_path);
 	/* The umask makes the socket 0600 from its first moment, not after a chmod. */
 	mode_t old_mask = umask(0177);
-	int bound = bind(fd, (struct sockaddr *)&address, sizeof address);
+	int bound = bind(fd, (struct sockaddr *)&staging, sizeof staging);
 	umask(old_mask);
-	if (bound != 0 || listen(fd, 1024) != 0) {
+	if (bound != 0 || listen(fd, 1024) != 0 ||
+	    (strcmp(staging.sun_path, address.sun_path) != 0 &&
+	     rename(staging.sun_path, address.sun_path) != 0)) {
 		snprintf(error, error_size, "cannot listen on %s: %s", path, strerror(errno));
+		unlink(staging.sun_path);
 		close(fd);
 		return -1;
 	}

@@ -14,8 +14,10 @@
 
 #include "api-internal.h"
 #include "boxd.h"
+#include "clock.h"
 #include "listeners.h"
 #include "log.h"
+#include "request-ids.h"
 #include "xalloc.h"
 
 static struct evhttp *http;
@@ -190,6 +192,9 @@ static void serve_vsock(const struct boxd_config *config)
 
 bool server_start(const struct boxd_config *config, char *error, size_t error_size)
 {
+	char *store = xasprintf("%s/request-ids", config->run_dir);
+	request_ids_open(store, clock_monotonic_ms());
+	free(store);
 	http = evhttp_new(boxd_base());
 	api_attach(http);
 	/* A client that connects and says nothing, or stops halfway through its

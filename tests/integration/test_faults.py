@@ -73,3 +73,96 @@ def _cpu_ticks(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+# ---- nothing runs twice, across crashes of boxd too ----
+
+def _restart(boxd):
+    boxd.kill()
+    boxd.log_file.close()
+    boxd.start()
+
+
+def _lines(path):
+    import os
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return len(f.read().splitlines())
+
+
+def test_a_finished_call_replays_after_a_crash(boxd):
+    import os
+    count = os.path.join(boxd.work_dir, "runs")
+    body = {"cmd": f"echo once >> {count}; echo $RANDOM$RANDOM"}
+    headers = {"X-Request-Id": "finished-1"}
+    first = boxd.request("POST", "/v1/exec", body, headers=headers)
+    assert first.status == 200
+    _restart(boxd)
+    again = boxd.request("POST", "/v1/exec", body, headers=headers)
+    assert again.status == 200
+    assert again.body == first.body
+    assert again.headers.get("x-request-id") == "finished-1"
+    assert _lines(count) == 1
+
+
+def test_a_running_call_is_attached_to_after_a_crash(boxd):
+    """The first call's boxd dies while the command runs; the retry of the
+    same id, to the next boxd, waits for that command instead of running a
+    second one."""
+    import os
+    import threading
+    count = os.path.join(boxd.work_dir, "runs")
+    body = {"cmd": f"echo once >> {count}; sleep 2; echo finished"}
+    headers = {"X-Request-Id": "running-1"}
+    outcome = {}
+
+    def first_call():
+        try:
+            outcome["first"] = boxd.request("POST", "/v1/exec", body, headers=headers)
+        except OSError as error:
+            outcome["first"] = error
+
+    thread = threading.Thread(target=first_call)
+    thread.start()
+    from conftest import wait_for
+    wait_for(lambda: _lines(count) == 1, timeout=10, what="the command to start")
+    _restart(boxd)
+    thread.join(timeout=30)
+    assert isinstance(outcome["first"], OSError) or outcome["first"].status != 200
+    status, result = boxd.call("POST", "/v1/exec", body, headers=headers)
+    assert status == 200, result
+    assert result["stdout"] == "finished\n" and result["exitCode"] == 0
+    assert _lines(count) == 1
+    # And once more: the stored answer now.
+    status, again = boxd.call("POST", "/v1/exec", body, headers=headers)
+    assert status == 200 and again["id"] == result["id"]
+    assert _lines(count) == 1
+
+
+def test_a_background_call_keeps_its_job_after_a_crash(boxd):
+    body = {"cmd": "sleep 30", "background": True}
+    headers = {"X-Request-Id": "bg-1"}
+    status, first = boxd.call("POST", "/v1/exec", body, headers=headers)
+    assert status == 200
+    _restart(boxd)
+    status, again = boxd.call("POST", "/v1/exec", body, headers=headers)
+    assert status == 200 and again["bgId"] == first["bgId"]
+    status, procs = boxd.call("GET", "/v1/procs")
+    running = [p for p in procs["procs"] if p["state"] == "running"]
+    assert [p["bgId"] for p in running] == [first["bgId"]]
+    boxd.call("POST", f"/v1/procs/{first['bgId']}/stop", {"graceSec": 0})
+
+
+def test_every_mutating_route_honours_the_request_id(boxd):
+    first = boxd.request("POST", "/v1/uploads", {"dest": "up"}, headers={"X-Request-Id": "up-1"})
+    again = boxd.request("POST", "/v1/uploads", {"dest": "up"}, headers={"X-Request-Id": "up-1"})
+    assert first.status == again.status
+    assert first.body == again.body
+    assert again.headers.get("x-request-id") == "up-1"
+    for method, path, body in [("PUT", "/v1/secrets", {"secrets": {"TOKEN_A": "value-of-the-token"}}),
+                               ("PUT", "/v1/env/web", {"env": {"PORT": "8080"}})]:
+        response = boxd.request(method, path, body, headers={"X-Request-Id": f"id-{method}-{path[4:8]}"})
+        repeat = boxd.request(method, path, body, headers={"X-Request-Id": f"id-{method}-{path[4:8]}"})
+        assert repeat.headers.get("x-request-id"), (path, repeat.headers)
+        assert repeat.body == response.body
