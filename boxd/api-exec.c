@@ -14,9 +14,7 @@
 #include "boxd.h"
 #include "clock.h"
 #include "exec.h"
-#include "redact.h"
 #include "shim-protocol.h"
-#include "steps.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -205,7 +203,6 @@ struct exec_call {
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
-	bool resumed;       /* attached after a restart of boxd: started before */
 };
 
 static void call_release(void *data)
@@ -366,16 +363,6 @@ static void stream_begin(struct exec_call *call)
 
 /* ---- the routes ---- */
 
-static char *first_line(const char *cmd)
-{
-	char *masked = redact_text(cmd);
-	size_t length = strcspn(masked, "\n");
-	char *line = xasprintf("%.*s%s", (int)(length > 80 ? 80 : length), masked,
-			       masked[length] || length > 80 ? " ..." : "");
-	free(masked);
-	return line;
-}
-
 static void on_started(void *arg, struct exec_job *job, const char *code, const char *error)
 {
 	struct exec_call *call = arg;
@@ -387,11 +374,6 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 	call->job = job;
 	job->busy++;
 	if (job->meta.background) {
-		if (!call->resumed) {
-			char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
-			steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
-			free(what);
-		}
 		cJSON *answer = cJSON_CreateObject();
 		cJSON_AddStringToObject(answer, "bgId", job->id);
 		cJSON_AddNumberToObject(answer, "pid", job->meta.pid);
@@ -421,7 +403,6 @@ static bool resume_exec(struct api_request *req)
 	struct exec_call *call = xcalloc(1, sizeof *call);
 	call->req = req;
 	call->fd = -1;
-	call->resumed = true;
 	api_set_data(req, call, call_release);
 	on_started(call, job, NULL, NULL);
 	return true;

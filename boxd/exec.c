@@ -464,6 +464,12 @@ static void start_answered(struct exec_start *start)
 	char *meta = exec_state_path(start->id, "meta");
 	bool ok = shim_meta_read(&job->meta, meta);
 	free(meta);
+	if (ok && job->meta.background) {
+		/* Before its end can be recorded: a quick command is already over. */
+		char *what = summary_of(job);
+		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
+		free(what);
+	}
 	int fd = ok ? exec_connect(job) : -1;
 	if (fd < 0) {
 		/* Already gone: a quick command whose shim finished before we

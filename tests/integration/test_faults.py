@@ -166,3 +166,18 @@ def test_every_mutating_route_honours_the_request_id(boxd):
         repeat = boxd.request(method, path, body, headers={"X-Request-Id": f"id-{method}-{path[4:8]}"})
         assert repeat.headers.get("x-request-id"), (path, repeat.headers)
         assert repeat.body == response.body
+
+
+def test_a_quick_background_command_steps_in_order(boxd):
+    """Its "started" step comes before its end, however quickly it ends."""
+    for i in range(5):
+        status, started = boxd.call("POST", "/v1/exec",
+                                    {"cmd": f"exit {i + 3}", "background": True})
+        assert status == 200
+        boxd.call("POST", f"/v1/procs/{started['bgId']}/wait", {"timeoutSec": 10})
+    status, steps = boxd.call("GET", "/v1/steps")
+    bg = [s["summary"] for s in steps["steps"] if s["kind"] == "bg"]
+    assert len(bg) == 10, bg
+    for i in range(5):
+        assert bg[2 * i].startswith(f"started exit {i + 3} "), bg
+        assert f"exit {i + 3}" in bg[2 * i + 1] and not bg[2 * i + 1].startswith("started"), bg
