@@ -203,6 +203,9 @@ struct exec_call {
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
+	/* Output bytes the shim sent, and those it said it could not: what the
+	 * log holds beyond both is reported as lost when the command ends. */
+	unsigned long long received, lost;
 };
 
 static void call_release(void *data)
@@ -267,17 +270,45 @@ static void stream_output(struct exec_call *call, int which, const char *data, s
 	event_add(call->alive, &twenty);
 }
 
+static void stream_lost(struct exec_call *call, unsigned long long bytes)
+{
+	call->lost += bytes;
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "type", "lost");
+	cJSON_AddNumberToObject(event, "bytes", (double)bytes);
+	cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
+	stream_event(call, event);
+}
+
 static void stream_finish(struct exec_call *call)
 {
 	for (int which = 0; which < 2; which++)
 		if (call->carry_length[which]) /* a character cut short by the end */
 			emit_output(call, which, call->carry[which], call->carry_length[which]);
 	exec_job_ended(call->job);
+	/* The shim's last count may not have reached boxd (its socket was
+	 * full when the command ended): the log's total settles it. */
+	long long unaccounted = (long long)call->job->exit.log_bytes - (long long)call->received -
+				(long long)call->lost;
+	if (unaccounted > 0)
+		stream_lost(call, (unsigned long long)unaccounted);
 	cJSON *event = exec_result_json(call->job, false);
 	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");
 	stream_event(call, event);
 	api_stream_end(call->req);
+}
+
+/* The count in a LOST message: its own bytes only (the buffer is reused
+ * and holds no terminating NUL). */
+static unsigned long long lost_bytes(const char *text, size_t length)
+{
+	char digits[32];
+	if (length >= sizeof digits)
+		length = sizeof digits - 1;
+	memcpy(digits, text, length);
+	digits[length] = '\0';
+	return strtoull(digits, NULL, 10);
 }
 
 static void on_stream_input(evutil_socket_t fd, short what, void *arg)
@@ -292,14 +323,11 @@ static void on_stream_input(evutil_socket_t fd, short what, void *arg)
 			stream_finish(call);
 			return;
 		}
-		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR)
+		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR) {
+			call->received += (size_t)n - 1;
 			stream_output(call, message[0] == SHIM_MSG_STDERR, message + 1, (size_t)n - 1);
-		else if (message[0] == SHIM_MSG_LOST) {
-			cJSON *event = cJSON_CreateObject();
-			cJSON_AddStringToObject(event, "type", "lost");
-			cJSON_AddNumberToObject(event, "bytes", atof(message + 1));
-			cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
-			stream_event(call, event);
+		} else if (message[0] == SHIM_MSG_LOST) {
+			stream_lost(call, lost_bytes(message + 1, (size_t)n - 1));
 		}
 		if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
 			/* The client reads slowly: stop taking output (the shim

@@ -181,3 +181,46 @@ def test_a_quick_background_command_steps_in_order(boxd):
     for i in range(5):
         assert bg[2 * i].startswith(f"started exit {i + 3} "), bg
         assert f"exit {i + 3}" in bg[2 * i + 1] and not bg[2 * i + 1].startswith("started"), bg
+
+
+def test_lost_events_count_exactly_what_was_not_streamed(boxd):
+    """A reader that stalls loses output to the stream (the log keeps it);
+    the lost events add up, with what was streamed, to the whole output."""
+    import json as json_module
+    import socket
+    import time
+    total = 60_000_000
+    body = json_module.dumps({"cmd": f"head -c {total} /dev/zero | tr '\\0' a"}).encode()
+    raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect(boxd.socket)
+    raw.sendall(b"POST /v1/exec HTTP/1.1\r\nHost: x\r\nAccept: application/x-ndjson\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    time.sleep(3)  # stall: the shim goes on, boxd stops taking its output
+    raw.settimeout(120)
+    data = bytearray()
+    while not data.endswith(b"0\r\n\r\n"):
+        chunk = raw.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    raw.close()
+    head, _, payload = bytes(data).partition(b"\r\n\r\n")
+    # De-chunk the body and read its NDJSON events.
+    events, rest = [], payload
+    text = bytearray()
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        text += rest[:size]
+        rest = rest[size + 2:]
+    for line in bytes(text).splitlines():
+        events.append(json_module.loads(line))
+    streamed = sum(len(e["data"].encode()) for e in events if e.get("type") == "stdout")
+    lost = [e["bytes"] for e in events if e.get("type") == "lost"]
+    assert events[-1]["type"] == "exit" and events[-1]["exitCode"] == 0
+    assert lost, "the stalled reader lost nothing: the test did not stall it"
+    assert all(0 < n <= total for n in lost), lost
+    assert streamed + sum(lost) == total, (streamed, sum(lost))
