@@ -130,16 +130,64 @@ void exec_forget(struct exec_job *job)
 	job_free(job);
 }
 
-/* Ended foreground results are kept an hour; swept when a command starts, so
- * an idle boxd needs no timer. */
+/* What an ended job holds in the run dir: its stdout and stderr captures. */
+static uint64_t captured_bytes(const char *id)
+{
+	uint64_t total = 0;
+	const char *names[] = {"stdout", "stderr"};
+	for (int i = 0; i < 2; i++) {
+		char *path = exec_state_path(id, names[i]);
+		struct stat info;
+		if (stat(path, &info) == 0)
+			total += (uint64_t)info.st_size;
+		free(path);
+	}
+	return total;
+}
+
+static bool sweepable(const struct exec_job *job)
+{
+	return job->state == EXEC_ENDED && !job->busy;
+}
+
+/* Ended results go after an hour, and oldest first past the count and byte
+ * bounds (see exec.h). Swept when a command starts, so an idle boxd needs
+ * no timer; one pass to count, one to forget. */
 static void sweep_old(void)
 {
 	int64_t now = clock_monotonic_ms();
+	size_t foreground = 0, background = 0;
+	uint64_t bytes = 0;
+	for (struct exec_job *job = jobs; job; job = job->next) {
+		if (!sweepable(job))
+			continue;
+		if (job->meta.background) {
+			background++;
+		} else {
+			foreground++;
+			bytes += job->kept_bytes;
+		}
+	}
 	struct exec_job *job = jobs;
 	while (job) {
 		struct exec_job *next = job->next;
-		if (job->state == EXEC_ENDED && !job->meta.background && !job->busy &&
-		    now - job->ended_monotonic > EXEC_KEEP_ENDED_MS)
+		if (!sweepable(job)) {
+			job = next;
+			continue;
+		}
+		bool forget;
+		if (job->meta.background) {
+			forget = background > EXEC_KEEP_ENDED_BACKGROUND;
+			background -= forget;
+		} else {
+			forget = foreground > EXEC_KEEP_ENDED_COUNT || bytes > EXEC_KEEP_ENDED_BYTES ||
+				 now - job->ended_monotonic > EXEC_KEEP_ENDED_MS;
+			if (forget) {
+				foreground--;
+				bytes -= job->kept_bytes;
+			}
+		}
+		if (forget)
 			exec_forget(job);
 		job = next;
 	}
@@ -191,6 +239,7 @@ void exec_job_ended(struct exec_job *job)
 	free(path);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
+	job->kept_bytes = captured_bytes(job->id);
 	if (job->adopted)
 		return; /* found ended at start: no step, no report, no watcher yet */
 	char *what = summary_of(job);

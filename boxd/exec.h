@@ -19,8 +19,15 @@
 
 struct event;
 
-/* Ended foreground commands are kept (and answer GET /v1/exec/{id}) this long. */
+/* Ended foreground commands are kept (and answer GET /v1/exec/{id}) this
+ * long, and at most this many holding at most this many bytes of captured
+ * output in the run dir (RAM in a box), oldest first out. */
 #define EXEC_KEEP_ENDED_MS (60 * 60 * 1000)
+#define EXEC_KEEP_ENDED_COUNT 1000
+#define EXEC_KEEP_ENDED_BYTES (64u << 20)
+/* Ended background commands stay listed until DELETE /v1/procs/{id}, or
+ * until this many newer ones have ended (their logs stay in the work dir). */
+#define EXEC_KEEP_ENDED_BACKGROUND 1000
 
 enum exec_state { EXEC_RUNNING, EXEC_ENDED };
 
@@ -57,6 +64,7 @@ struct exec_job {
 	enum exec_state state;
 	struct exit_record exit;
 	int64_t ended_monotonic;
+	uint64_t kept_bytes; /* its captured output in the run dir, once ended */
 	int monitor_fd;     /* our connection to the shim; -1 once it is gone */
 	struct event *monitor_event;
 	struct exec_watch *watches;

@@ -224,3 +224,24 @@ def test_lost_events_count_exactly_what_was_not_streamed(boxd):
     assert lost, "the stalled reader lost nothing: the test did not stall it"
     assert all(0 < n <= total for n in lost), lost
     assert streamed + sum(lost) == total, (streamed, sum(lost))
+
+
+def test_kept_results_are_bounded_in_bytes(boxd):
+    """Ended foreground results live in the run dir (RAM in a box): past
+    64 MiB of captured output the oldest go first."""
+    import os
+    ids = []
+    for _ in range(3):
+        status, result = boxd.call("POST", "/v1/exec", {
+            "cmd": "head -c 30000000 /dev/zero | tr '\\0' a", "maxOutputBytes": 32 << 20},
+            timeout=120)
+        assert status == 200 and result["exitCode"] == 0
+        ids.append(result["id"])
+    assert boxd.call("POST", "/v1/exec", {"cmd": "true"})[0] == 200
+    assert boxd.call("GET", f"/v1/exec/{ids[0]}")[0] == 404
+    assert boxd.call("GET", f"/v1/exec/{ids[2]}")[0] == 200
+    procs_dir = os.path.join(boxd.run_dir, "procs")
+    total = sum(os.path.getsize(os.path.join(root, name))
+                for root, _, names in os.walk(procs_dir) for name in names)
+    assert total <= (64 << 20) + (1 << 20), total
+    assert not os.path.exists(os.path.join(procs_dir, ids[0]))
