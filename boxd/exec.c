@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -226,17 +227,9 @@ static char *summary_of(const struct exec_job *job)
 	return line;
 }
 
-void exec_job_ended(struct exec_job *job)
+/* The job's end is known (job->exit holds it): tell whoever waits. */
+static void job_finish(struct exec_job *job)
 {
-	if (job->state == EXEC_ENDED)
-		return;
-	char *path = exec_state_path(job->id, "exit");
-	if (!exit_record_read(&job->exit, path)) {
-		free(path);
-		exec_job_lost(job);
-		return;
-	}
-	free(path);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
 	job->kept_bytes = captured_bytes(job->id);
@@ -263,6 +256,19 @@ void exec_job_ended(struct exec_job *job)
 		report_now();
 }
 
+void exec_job_ended(struct exec_job *job)
+{
+	if (job->state == EXEC_ENDED)
+		return;
+	char *path = exec_state_path(job->id, "exit");
+	bool recorded = exit_record_read(&job->exit, path);
+	free(path);
+	if (recorded)
+		job_finish(job);
+	else
+		exec_job_lost(job);
+}
+
 /* The shim is gone without an exit record: someone killed it. Its command
  * loses its supervisor, so its tree is stopped, and the end is recorded. */
 void exec_job_lost(struct exec_job *job)
@@ -272,21 +278,29 @@ void exec_job_lost(struct exec_job *job)
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
 	if (cgroup_job_signal(&tree, SIGKILL) < 0 && job->meta.pid > 0)
 		kill(-job->meta.pid, SIGKILL);
+	/* A shim that could not write its record on a full run dir looks the
+	 * same from here; the free space tells the two apart for the reader. */
+	struct statvfs space;
+	bool run_dir_full = statvfs(boxd_config()->run_dir, &space) == 0 && space.f_bavail == 0;
 	exit_record_free(&job->exit);
 	job->exit = (struct exit_record){
 		.exit_code = 128 + SIGKILL, .signal = SIGKILL,
 		.cpu_ms = cgroup_job_cpu_ms(&tree), .peak_memory_bytes = cgroup_job_peak_memory(&tree),
 		.ended_at = clock_now_ms(),
 		.duration_ms = clock_now_ms() - job->meta.started_at,
-		.message = xstrdup("the shim supervising this command died (killed from outside "
-				   "boxd); its processes were stopped and its output may be incomplete"),
+		.message = xstrdup(run_dir_full
+			? "the command's exit could not be recorded: the run dir is full; its processes "
+			  "were stopped and its output may be incomplete"
+			: "the shim supervising this command died (killed from outside boxd); its "
+			  "processes were stopped and its output may be incomplete"),
 	};
+	/* Best effort: the end is kept in memory whether or not this lands. */
 	char *path = exec_state_path(job->id, "exit");
 	exit_record_write(&job->exit, path);
 	free(path);
-	exit_record_free(&job->exit);
-	log_msg(LOG_LEVEL_WARNING, "the shim of %s died without recording an exit", job->id);
-	exec_job_ended(job);
+	log_msg(LOG_LEVEL_WARNING, "the shim of %s ended without recording an exit%s", job->id,
+		run_dir_full ? " (the run dir is full)" : "");
+	job_finish(job);
 }
 
 /* ---- the monitor connection ---- */

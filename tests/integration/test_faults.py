@@ -245,3 +245,66 @@ def test_kept_results_are_bounded_in_bytes(boxd):
                 for root, _, names in os.walk(procs_dir) for name in names)
     assert total <= (64 << 20) + (1 << 20), total
     assert not os.path.exists(os.path.join(procs_dir, ids[0]))
+
+
+# ---- a full disk ----
+
+def _small_tmpfs(path, size="2m"):
+    import subprocess
+    import pytest
+    path.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                      capture_output=True).returncode != 0:
+        pytest.fail("cannot mount a small tmpfs here (the tests run as root)")
+
+
+def _fill(directory):
+    import os
+    path = os.path.join(directory, "filler")
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return path
+
+
+def test_a_full_run_dir_neither_floods_nor_crashes(boxd_factory, tmp_path):
+    import os
+    import subprocess
+    import time
+    from conftest import wait_for
+    mount = tmp_path / "run"
+    _small_tmpfs(mount)
+    try:
+        box = boxd_factory(start=False)
+        box.run_dir = str(mount / "run")
+        box.socket = str(mount / "run" / "boxd.sock")
+        box.start()
+        ids = [box.call("POST", "/v1/exec", {"cmd": "sleep 1; echo done", "background": True})[1]["bgId"]
+               for _ in range(3)]
+        filler = _fill(str(mount))
+        status, refused = box.call("POST", "/v1/exec", {"cmd": "echo hi"})
+        assert status >= 400 and "No space left on device" in refused["error"]["message"]
+
+        def ended():
+            procs = box.call("GET", "/v1/procs")[1]["procs"]
+            return all(p["state"] == "exited" for p in procs if p["bgId"] in ids)
+        wait_for(ended, timeout=20, what="the jobs to end")
+        time.sleep(0.5)
+        assert box.proc.poll() is None
+        assert box.log().count("without recording an exit") <= len(ids)
+        assert box.call("GET", "/v1/health")[0] == 200
+        # A restart with the run dir still full comes up.
+        box.kill()
+        box.log_file.close()
+        box.start()
+        assert box.call("GET", "/v1/health")[0] == 200
+        os.unlink(filler)
+        status, result = box.call("POST", "/v1/exec", {"cmd": "echo hi"})
+        assert status == 200 and result["stdout"] == "hi\n"
+        box.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
