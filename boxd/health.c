@@ -1,10 +1,13 @@
 #include "health.h"
 
+#include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -40,6 +43,7 @@ static struct display_state display;
 static bool docker_up;
 static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
+static bool changed_while_probing; /* the running probes may tell the old state */
 static struct waiting waiting[MAX_WAITING];
 static int waiting_count;
 
@@ -253,6 +257,9 @@ static void probe_finished(void)
 {
 	if (--probes_running == 0) {
 		probed_at_ms = clock_monotonic_ms();
+		if (changed_while_probing)
+			probed_at_ms -= HEALTH_PROBE_FRESH_MS;
+		changed_while_probing = false;
 		answer_waiting();
 	}
 }
@@ -273,13 +280,66 @@ static void on_docker_probe(void *arg, bool answered, const unsigned char *answe
 	probe_finished();
 }
 
+/* ---- noticing a display or Docker that comes or goes ----
+ *
+ * Their sockets appear when they start and vanish when they stop cleanly:
+ * inotify on the sockets' directories makes the next answer probe anew, so
+ * a change shows at once (a server killed outright leaves its socket file;
+ * that shows at the next probe, within HEALTH_PROBE_FRESH_MS). */
+
+#define X_SOCKET_DIR "/tmp/.X11-unix"
+#define DOCKER_SOCKET_DIR "/var/run"
+
+static int watch_fd = -1;
+static struct event *watch_event;
+static int x_dir_watch = -1, tmp_watch = -1;
+
+static void watch_x_dir(void)
+{
+	x_dir_watch = inotify_add_watch(watch_fd, X_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO |
+					IN_MOVED_FROM | IN_DELETE_SELF);
+}
+
+static void on_socket_dirs(evutil_socket_t fd, short what, void *arg)
+{
+	char buffer[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	bool changed = false;
+	while ((n = read(fd, buffer, sizeof buffer)) > 0) {
+		for (char *at = buffer; at < buffer + n;) {
+			const struct inotify_event *event = (const struct inotify_event *)at;
+			at += sizeof *event + event->len;
+			if (event->wd == tmp_watch && event->len && !strcmp(event->name, ".X11-unix"))
+				watch_x_dir(); /* made after boxd started: watch it now */
+			else if (event->wd == x_dir_watch && (event->mask & IN_IGNORED))
+				x_dir_watch = -1;
+			else if (event->len && (event->name[0] == 'X' || !strcmp(event->name, "docker.sock")))
+				changed = true;
+		}
+	}
+	if (changed)
+		health_invalidate();
+}
+
+static void watch_sockets(void)
+{
+	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (watch_fd < 0)
+		return; /* changes then show within HEALTH_PROBE_FRESH_MS */
+	tmp_watch = inotify_add_watch(watch_fd, "/tmp", IN_CREATE | IN_MOVED_TO);
+	watch_x_dir();
+	inotify_add_watch(watch_fd, DOCKER_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
+	watch_event = event_new(boxd_base(), watch_fd, EV_READ | EV_PERSIST, on_socket_dirs, NULL);
+	event_add(watch_event, NULL);
+}
+
 static void start_probes(void)
 {
 	char path[64];
 	int number = display_number(boxd_config()->display);
 	probes_running = 2;
 	if (number >= 0) {
-		snprintf(path, sizeof path, "/tmp/.X11-unix/X%d", number);
+		snprintf(path, sizeof path, X_SOCKET_DIR "/X%d", number);
 		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request, x_answer_length,
 				       PROBE_TIMEOUT_MS};
 		probe_run(&x, on_display_probe, NULL);
@@ -287,24 +347,25 @@ static void start_probes(void)
 		display.up = false;
 		probes_running--;
 	}
-	struct probe_spec docker = {"/var/run/docker.sock", docker_ping, sizeof docker_ping - 1,
+	struct probe_spec docker = {DOCKER_SOCKET_DIR "/docker.sock", docker_ping, sizeof docker_ping - 1,
 				    docker_answer_length, PROBE_TIMEOUT_MS};
 	probe_run(&docker, on_docker_probe, NULL);
 }
 
-/* Probe results are served while fresh. Once stale, the answer uses the
- * last result and a new probe starts behind it, so no caller waits on the X
- * server; only the very first results are waited for. */
+/* Probe results are served while fresh (HEALTH_PROBE_FRESH_MS). Once stale,
+ * the answer waits for a new probe, so a display or Docker that came or went
+ * shows in the very next answer. A probe is one local connect and a few
+ * bytes (well under a millisecond); an absent or refused socket fails at
+ * once, and only a hung server costs the probe's timeout. */
 void health_collect(health_done_fn done, void *arg)
 {
-	bool never = probed_at_ms < 0;
-	bool stale = never || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
-	if (stale && probes_running == 0)
-		start_probes();
-	if (!never || waiting_count == MAX_WAITING) {
+	bool stale = probed_at_ms < 0 || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
+	if (!stale || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);
 		return;
 	}
+	if (probes_running == 0)
+		start_probes();
 	waiting[waiting_count++] = (struct waiting){done, arg};
 }
 
@@ -321,9 +382,11 @@ void health_note_call(void)
 
 void health_invalidate(void)
 {
-	/* Stale, not unknown: the next collect answers at once and probes anew. */
+	/* The next collect probes anew before it answers. */
 	if (probed_at_ms >= 0)
 		probed_at_ms = clock_monotonic_ms() - HEALTH_PROBE_FRESH_MS;
+	if (probes_running)
+		changed_while_probing = true;
 }
 
 const char *health_boot_id(void)
@@ -349,11 +412,18 @@ void health_init(void)
 	last_call_ms = started_at_ms;
 	started_monotonic_ms = clock_monotonic_ms();
 	read_boot_id();
+	watch_sockets();
 	start_probes();
 }
 
 void health_stop(void)
 {
+	if (watch_event)
+		event_free(watch_event);
+	watch_event = NULL;
+	if (watch_fd >= 0)
+		close(watch_fd);
+	watch_fd = -1;
 	probe_cancel_all();
 	probes_running = 0;
 	answer_waiting();

@@ -1,9 +1,9 @@
 /* health.h: what `GET /v1/health` and the report stream say about the box.
  *
  * The display and Docker are probed without blocking the loop. A probe
- * result is served for HEALTH_PROBE_FRESH_MS; after that the next caller
- * gets it once more while a new probe runs behind it, so a caller polling
- * health never waits on the X server and sees a change one call later. */
+ * result is served for HEALTH_PROBE_FRESH_MS, or until their sockets come or
+ * go (inotify); after that the next answer waits for a new probe, so a
+ * change shows in the very next answer. */
 #ifndef BOXD_HEALTH_H
 #define BOXD_HEALTH_H
 

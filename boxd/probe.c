@@ -99,8 +99,11 @@ void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
 	struct sockaddr_un address;
 	socklen_t length = fill_address(&address, spec->path);
 	/* Callbacks are deferred, so even a connect that fails at once reports
-	 * through on_event from the loop, never from inside this call. */
-	bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length);
+	 * through on_event from the loop, never from inside this call. libevent
+	 * reports a refused connect itself, but not one that fails outright (no
+	 * socket file: ENOENT), which would wait for the timeout: say it now. */
+	if (bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length) != 0)
+		bufferevent_trigger_event(probe->bev, BEV_EVENT_ERROR, BEV_TRIG_DEFER_CALLBACKS);
 }
 
 void probe_cancel_all(void)

@@ -308,3 +308,37 @@ def test_a_full_run_dir_neither_floods_nor_crashes(boxd_factory, tmp_path):
         box.stop()
     finally:
         subprocess.run(["umount", "-l", str(mount)])
+
+
+# ---- start-up and health ----
+
+def test_first_health_answer_does_not_wait_for_absent_sockets(boxd_factory):
+    """No X socket and no Docker socket: the probes fail at once (they used
+    to wait out their 500 ms timeout, and the first answer with them)."""
+    import time
+    box = boxd_factory("--display", ":64999", start=False)
+    started = time.monotonic()
+    box.start(wait=False)
+    from conftest import wait_for
+
+    def answered():
+        try:
+            return box.request("GET", "/v1/health", timeout=5)
+        except OSError:
+            return None
+    response = wait_for(answered, timeout=10, interval=0.002, what="the first health answer")
+    elapsed = time.monotonic() - started
+    assert response.status == 200 and response.json()["display"]["up"] is False
+    assert elapsed < 0.4, f"first health answer after {elapsed:.3f} s"
+
+
+def test_a_display_that_comes_or_goes_shows_in_the_next_answer(boxd_factory, xvfb):
+    box = boxd_factory("--display", xvfb.display)
+    assert box.call("GET", "/v1/health")[1]["display"]["up"] is True
+    xvfb.proc.terminate()  # a clean stop: Xvfb removes its socket
+    xvfb.proc.wait()
+    assert box.call("GET", "/v1/health")[1]["display"]["up"] is False
+    xvfb.start()
+    assert box.call("GET", "/v1/health")[1]["display"]["up"] is True
+    xvfb.kill()
+    assert box.call("GET", "/v1/health")[1]["display"]["up"] is False
