@@ -120,12 +120,21 @@ static void add_number(cJSON *object, const char *name, double value)
  * SYSTEM_FRESH_MS so that a caller polling health costs boxd almost nothing. */
 #define SYSTEM_FRESH_MS 1000
 
+/* The filesystems boxd writes to: the work dir (logs, uploads), the run
+ * dir (command state, sockets) and /tmp (commands' scratch). */
+#define DISK_COUNT 3
+
+struct disk_sample {
+	const char *path;
+	bool known;
+	double total, free;
+};
+
 struct system_sample {
 	int64_t taken_ms; /* monotonic; 0: never */
 	double loads[3];
 	double total_memory, available_memory;
-	bool have_disk;
-	double total_disk, free_disk;
+	struct disk_sample disks[DISK_COUNT];
 };
 
 static struct system_sample system_sample;
@@ -157,13 +166,30 @@ static void sample_system(void)
 		sample->total_memory = (double)info.totalram * info.mem_unit;
 		sample->available_memory = read_available_memory(&info);
 	}
-	struct statvfs fs;
-	sample->have_disk = statvfs(boxd_config()->work_dir, &fs) == 0;
-	if (sample->have_disk) {
-		sample->total_disk = (double)fs.f_blocks * fs.f_frsize;
-		sample->free_disk = (double)fs.f_bavail * fs.f_frsize;
+	const char *paths[DISK_COUNT] = {boxd_config()->work_dir, boxd_config()->run_dir, "/tmp"};
+	for (int i = 0; i < DISK_COUNT; i++) {
+		struct disk_sample *disk = &sample->disks[i];
+		struct statvfs fs;
+		disk->path = paths[i];
+		disk->known = statvfs(paths[i], &fs) == 0;
+		if (disk->known) {
+			disk->total = (double)fs.f_blocks * fs.f_frsize;
+			disk->free = (double)fs.f_bavail * fs.f_frsize;
+		}
 	}
 	sample->taken_ms = clock_monotonic_ms();
+}
+
+static void add_disk(cJSON *object, const struct disk_sample *disk)
+{
+	cJSON_AddStringToObject(object, "path", disk->path);
+	if (disk->known) {
+		add_number(object, "totalBytes", disk->total);
+		add_number(object, "freeBytes", disk->free);
+	} else {
+		cJSON_AddNullToObject(object, "totalBytes");
+		cJSON_AddNullToObject(object, "freeBytes");
+	}
 }
 
 static void add_system(cJSON *health)
@@ -180,14 +206,15 @@ static void add_system(cJSON *health)
 	cJSON *memory = cJSON_AddObjectToObject(health, "memory");
 	add_number(memory, "totalBytes", sample->total_memory);
 	add_number(memory, "availableBytes", sample->available_memory);
-	cJSON *disk = cJSON_AddObjectToObject(health, "disk");
-	cJSON_AddStringToObject(disk, "path", boxd_config()->work_dir);
-	if (sample->have_disk) {
-		add_number(disk, "totalBytes", sample->total_disk);
-		add_number(disk, "freeBytes", sample->free_disk);
-	} else {
-		cJSON_AddNullToObject(disk, "totalBytes");
-		cJSON_AddNullToObject(disk, "freeBytes");
+	add_disk(cJSON_AddObjectToObject(health, "disk"), &sample->disks[0]);
+	/* All of them, so a full run dir or /tmp shows too (the contract's
+	 * `disk` is the work dir's alone). */
+	cJSON *disks = cJSON_AddArrayToObject(health, "disks");
+	for (int i = 0; i < DISK_COUNT; i++) {
+		cJSON *item = cJSON_CreateObject();
+		add_disk(item, &sample->disks[i]);
+		cJSON_AddBoolToObject(item, "full", sample->disks[i].known && sample->disks[i].free == 0);
+		cJSON_AddItemToArray(disks, item);
 	}
 }
 

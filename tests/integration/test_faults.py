@@ -296,7 +296,10 @@ def test_a_full_run_dir_neither_floods_nor_crashes(boxd_factory, tmp_path):
         time.sleep(0.5)
         assert box.proc.poll() is None
         assert box.log().count("without recording an exit") <= len(ids)
-        assert box.call("GET", "/v1/health")[0] == 200
+        status, health = box.call("GET", "/v1/health")
+        assert status == 200
+        run_disk = [d for d in health["disks"] if d["path"] == box.run_dir]
+        assert run_disk and run_disk[0]["full"] is True, health["disks"]
         # A restart with the run dir still full comes up.
         box.kill()
         box.log_file.close()
