@@ -1,7 +1,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "request-ids.h"
+#include "http/request-ids.h"
 
 int main(void)
 {
