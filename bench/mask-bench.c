@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/mask.h"
-#include "lib/xalloc.h"
+#include "mask.h"
+#include "xalloc.h"
 
 static char *slurp(const char *path, size_t *len)
 {

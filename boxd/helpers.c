@@ -34,10 +34,12 @@ char *helper_path(const char *name)
 		if (slash) {
 			*slash = '\0';
 			found = executable_in(self, name);
-			if (!found) {
-				char *shims = xasprintf("%s/../shims", self);
-				found = executable_in(shims, name);
-				free(shims);
+			/* In the build tree each program has its own folder. */
+			static const char *const build_folders[] = {"../shims", "screen", "archive"};
+			for (size_t i = 0; !found && i < sizeof build_folders / sizeof *build_folders; i++) {
+				char *folder = xasprintf("%s/%s", self, build_folders[i]);
+				found = executable_in(folder, name);
+				free(folder);
 			}
 			if (found)
 				return found;

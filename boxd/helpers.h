@@ -7,7 +7,8 @@
 
 /* The path of helper `name` (caller frees): beside boxd's own executable
  * (an install that keeps them together, or the build tree's boxd/), then in
- * the build tree's shims/, then BOXD_LIBEXECDIR. The environment variable
+ * the build tree's program folders (shims/, boxd/screen/, boxd/archive/),
+ * then BOXD_LIBEXECDIR. The environment variable
  * BOXD_HELPER_DIR, when set, is looked in first (for tests and debugging). */
 char *helper_path(const char *name);
 

@@ -18,7 +18,7 @@
 #include "notify.h"
 #include "report.h"
 #include "secrets.h"
-#include "server.h"
+#include "http/server.h"
 
 static struct event_base *base;
 static struct boxd_config config;

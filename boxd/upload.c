@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "archive-run.h"
+#include "http/api.h"
+#include "archive-client.h"
 #include "boxd.h"
 #include "steps.h"
 #include "work-path.h"

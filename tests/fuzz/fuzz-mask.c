@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/mask.h"
+#include "mask.h"
 
 struct out {
 	char *data;

@@ -12,8 +12,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "request-ids.h"
-#include "routes.h"
+#include "http/request-ids.h"
+#include "http/routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

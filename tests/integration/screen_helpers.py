@@ -147,7 +147,7 @@ BUILD_DIR = os.environ.get("BOXD_BUILD_DIR") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")
 BOXD_BIN = os.path.join(BUILD_DIR, "boxd", "boxd")
 BOXCTL_BIN = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
-WORKER_BIN = os.path.join(BUILD_DIR, "boxd", "boxd-screen")
+WORKER_BIN = os.path.join(BUILD_DIR, "boxd", "screen", "boxd-screen")
 PATTERN_BIN = os.path.join(BUILD_DIR, "tests", "screen-pattern")
 
 

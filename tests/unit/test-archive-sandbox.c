@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "archive-sandbox.h"
+#include "archive/archive-sandbox.h"
 
 static int failures;
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/dotenv.h"
+#include "dotenv.h"
 
 static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; \

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "listeners.h"
+#include "http/listeners.h"
 
 static int connect_to(const char *path)
 {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/mask.h"
-#include "lib/xalloc.h"
+#include "mask.h"
+#include "xalloc.h"
 
 static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; \

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "entry-hash.h"
-#include "hash-cache.h"
+#include "archive/hash-cache.h"
 #include "manifest.h"
-#include "sync.h"
+#include "archive/sync.h"
 #include "work-path.h"
 
 #include "check.h"

@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "clock.h"
 #include "health.h"

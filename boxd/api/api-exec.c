@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "clock.h"
 #include "exec.h"

@@ -1,4 +1,4 @@
-#include "archive-run.h"
+#include "archive-client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 
 #include <event2/event.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "helpers.h"
 #include "xalloc.h"

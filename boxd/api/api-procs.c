@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "exec.h"
 #include "redact.h"

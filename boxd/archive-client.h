@@ -1,7 +1,7 @@
-/* archive-run.h: starting boxd-archive (the sandboxed tar.gz worker) from
+/* archive-client.h: starting boxd-archive (the sandboxed tar.gz worker) from
  * boxd. Call from the loop thread only. */
-#ifndef BOXD_ARCHIVE_RUN_H
-#define BOXD_ARCHIVE_RUN_H
+#ifndef BOXD_ARCHIVE_CLIENT_H
+#define BOXD_ARCHIVE_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,10 +25,8 @@ bool archive_run_start(const char *const args[], int input_file_fd,
  * -1 when it could not be read. Closes pid_fd. */
 int archive_run_reap(struct archive_process *process);
 
-/* The worker's program path: $BOXD_ARCHIVE, else beside boxd, else libexec. */
+/* The worker's program path, as helper_path() finds it (helpers.h). */
 const char *archive_run_program(void);
-
-#endif
 
 struct api_request;
 
@@ -53,3 +51,5 @@ void archive_call(struct api_request *req, const char *const args[], int input_f
 		  void (*done)(struct api_request *req, const struct archive_call_result *result,
 			       void *arg),
 		  void *arg);
+
+#endif

@@ -20,8 +20,8 @@
 
 #include <event2/event.h>
 
-#include "api.h"
-#include "archive-run.h"
+#include "http/api.h"
+#include "archive-client.h"
 #include "boxd.h"
 #include "steps.h"
 #include "work-path.h"

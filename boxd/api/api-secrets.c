@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "dotenv.h"
 #include "secrets.h"

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api.h"
+#include "http/api.h"
 #include "boxd.h"
 #include "manifest.h"
 #include "upload.h"
