@@ -44,6 +44,7 @@ static bool docker_up;
 static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
 static bool changed_while_probing; /* the running probes may tell the old state */
+static bool ask_again; /* a probe was refused: a server starting or just gone */
 static struct waiting waiting[MAX_WAITING];
 static int waiting_count;
 
@@ -123,6 +124,8 @@ static void add_number(cJSON *object, const char *name, double value)
 /* The filesystems boxd writes to: the work dir (logs, uploads), the run
  * dir (command state, sockets) and /tmp (commands' scratch). */
 #define DISK_COUNT 3
+/* Less free than this is full: no state file, log line or upload fits. */
+#define DISK_FULL_BELOW (1024.0 * 1024)
 
 struct disk_sample {
 	const char *path;
@@ -213,7 +216,8 @@ static void add_system(cJSON *health)
 	for (int i = 0; i < DISK_COUNT; i++) {
 		cJSON *item = cJSON_CreateObject();
 		add_disk(item, &sample->disks[i]);
-		cJSON_AddBoolToObject(item, "full", sample->disks[i].known && sample->disks[i].free == 0);
+		cJSON_AddBoolToObject(item, "full", sample->disks[i].known &&
+						    sample->disks[i].free < DISK_FULL_BELOW);
 		cJSON_AddItemToArray(disks, item);
 	}
 }
@@ -284,15 +288,20 @@ static void probe_finished(void)
 {
 	if (--probes_running == 0) {
 		probed_at_ms = clock_monotonic_ms();
-		if (changed_while_probing)
+		if (changed_while_probing || ask_again)
 			probed_at_ms -= HEALTH_PROBE_FRESH_MS;
-		changed_while_probing = false;
+		changed_while_probing = ask_again = false;
 		answer_waiting();
 	}
 }
 
-static void on_display_probe(void *arg, bool answered, const unsigned char *answer, size_t length)
+/* A refused probe is not kept: a refusal costs nothing to ask again, and
+ * the server may be starting (its socket file comes before it listens) or
+ * killed outright (its socket file stays). */
+static void on_display_probe(void *arg, bool answered, bool refused, const unsigned char *answer,
+			     size_t length)
 {
+	ask_again |= refused;
 	display.up = answered;
 	display.width = display.height = 0;
 	if (answered)
@@ -300,8 +309,10 @@ static void on_display_probe(void *arg, bool answered, const unsigned char *answ
 	probe_finished();
 }
 
-static void on_docker_probe(void *arg, bool answered, const unsigned char *answer, size_t length)
+static void on_docker_probe(void *arg, bool answered, bool refused, const unsigned char *answer,
+			    size_t length)
 {
+	ask_again |= refused;
 	docker_up = answered && length >= 12 && memcmp(answer, "HTTP/1.", 7) == 0 &&
 		    memcmp(answer + 8, " 200", 4) == 0;
 	probe_finished();
@@ -386,6 +397,10 @@ static void start_probes(void)
  * once, and only a hung server costs the probe's timeout. */
 void health_collect(health_done_fn done, void *arg)
 {
+	/* A socket that came or went before this call must count even if the
+	 * loop has not got to its inotify event yet: one read, usually EAGAIN. */
+	if (watch_fd >= 0)
+		on_socket_dirs(watch_fd, EV_READ, NULL);
 	bool stale = probed_at_ms < 0 || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
 	if (!stale || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);

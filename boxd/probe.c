@@ -22,6 +22,7 @@ struct probe {
 	size_t (*answer_length)(const unsigned char *data, size_t length);
 	probe_done_fn done;
 	void *arg;
+	bool connected;
 };
 
 static struct probe *in_flight;
@@ -36,13 +37,13 @@ static void forget(struct probe *probe)
 	}
 }
 
-static void probe_finish(struct probe *probe, bool answered)
+static void probe_finish(struct probe *probe, bool answered, bool refused)
 {
 	forget(probe);
 	struct evbuffer *input = bufferevent_get_input(probe->bev);
 	size_t length = evbuffer_get_length(input);
 	const unsigned char *data = length ? evbuffer_pullup(input, -1) : NULL;
-	probe->done(probe->arg, answered, data, length);
+	probe->done(probe->arg, answered, refused, data, length);
 	bufferevent_free(probe->bev);
 	free(probe);
 }
@@ -54,19 +55,21 @@ static void on_read(struct bufferevent *bev, void *arg)
 	size_t length = evbuffer_get_length(input);
 	size_t wanted = probe->answer_length(evbuffer_pullup(input, -1), length);
 	if ((wanted && length >= wanted) || length > PROBE_MAX_ANSWER)
-		probe_finish(probe, wanted && length >= wanted);
+		probe_finish(probe, wanted && length >= wanted, false);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct probe *probe = arg;
-	if (what & BEV_EVENT_CONNECTED)
+	if (what & BEV_EVENT_CONNECTED) {
+		probe->connected = true;
 		return;
+	}
 	/* EOF, error or timeout: answered only if a whole answer had come. */
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t length = evbuffer_get_length(input);
 	size_t wanted = length ? probe->answer_length(evbuffer_pullup(input, -1), length) : 0;
-	probe_finish(probe, wanted && length >= wanted);
+	probe_finish(probe, wanted && length >= wanted, !probe->connected && !(what & BEV_EVENT_TIMEOUT));
 }
 
 static socklen_t fill_address(struct sockaddr_un *address, const char *path)
