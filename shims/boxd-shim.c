@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "exit-record.h"
+#include "protected.h"
 #include "shim-protocol.h"
 #include "shim.h"
 #include "xalloc.h"
@@ -243,11 +244,13 @@ static void loop(struct shim *shim, int signal_fd)
 	}
 }
 
-/* Detaches from boxd: new session, and a fork so the shim is not boxd's
- * child (boxd never has to reap it, and its death does not touch the shim). */
+/* Detaches from boxd: a fork so the shim is not boxd's child (boxd never has
+ * to reap it, and its death does not touch the shim), then a session of its
+ * own. The forked child is never a group leader, so setsid() always works:
+ * every shim leads its own session and process group, and no group signal
+ * aimed at a command or at another shim's group can reach it. */
 static void detach(void)
 {
-	setsid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		status_line("error internal cannot fork the shim: %s", strerror(errno));
@@ -255,6 +258,7 @@ static void detach(void)
 	}
 	if (pid > 0)
 		_exit(0);
+	setsid();
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 
@@ -301,14 +305,19 @@ static bool start(struct shim *shim)
 	};
 	char *path = state_path(shim, "meta");
 	bool written = shim_meta_write(&meta, path);
+	int write_error = errno; /* before the cleanup below changes it */
 	free(path);
 	free(meta.cmd);
 	if (!written) {
 		run_signal_tree(shim, SIGKILL);
 		status_line("error internal cannot write the state of the command in %s: %s",
-			    shim->spec.state_dir, strerror(errno));
+			    shim->spec.state_dir, strerror(write_error));
 		return false;
 	}
+	/* From here on the shim's own commands may not signal it (nor may any
+	 * other); it sits in its final cgroup by now. */
+	if (shim->spec.protected_dir)
+		protected_add(shim->spec.protected_dir, getpid());
 	status_line("ready %d %d %lld", getpid(), shim->pid, (long long)shim->started_at);
 	return true;
 }
@@ -350,5 +359,7 @@ int main(int argc, char **argv)
 	loop(shim, signal_fd);
 	log_file_close(&shim->log);
 	cgroup_job_remove(&shim->job);
+	if (shim->spec.protected_dir)
+		protected_remove(shim->spec.protected_dir, getpid());
 	return 0;
 }
