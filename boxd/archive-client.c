@@ -18,6 +18,7 @@
 #include "http/api.h"
 #include "boxd.h"
 #include "helpers.h"
+#include "protect.h"
 #include "xalloc.h"
 
 
@@ -98,6 +99,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 		close(process->error_fd);
 		return false;
 	}
+	protect_process(pid);
 	return true;
 }
 
@@ -110,6 +112,7 @@ int archive_run_reap(struct archive_process *process)
 	}
 	close(process->pid_fd);
 	process->pid_fd = -1;
+	unprotect_process(process->pid);
 	return status;
 }
 

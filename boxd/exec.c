@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "protect.h"
 #include "redact.h"
 #include "report.h"
 #include "shim-protocol.h"
@@ -40,7 +41,7 @@
 
 static struct exec_job *jobs, *jobs_tail;
 static char *cgroup_base, *shim_cgroup, *pids_base;
-static char *shim_program, *boxd_program;
+static char *shim_program;
 
 
 /* ---- the job list ---- */
@@ -484,9 +485,7 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 	build_env(r, spec);
 	/* The shim masks its output itself: it gets every masked value. */
 	secrets_foreach_masked(add_masked_value, spec);
-	spec->protected_exes = xcalloc(2, sizeof *spec->protected_exes);
-	spec->protected_exes[spec->protected_exe_count++] = xstrdup(boxd_program);
-	spec->protected_exes[spec->protected_exe_count++] = xstrdup(shim_program);
+	spec->protected_dir = xstrdup(protect_dir());
 	/* No core dumps of commands in the work dir; descriptors for servers. */
 	spec->rlimits = xcalloc(1, sizeof *spec->rlimits);
 	spec->rlimits[spec->rlimit_count++] = (struct shim_rlimit){RLIMIT_CORE, 0, 0};
@@ -705,16 +704,14 @@ void exec_shutdown(void)
 
 void exec_init(void)
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	self[n > 0 ? n : 0] = '\0';
-	boxd_program = xstrdup(self);
 	shim_program = helper_path("boxd-shim");
 	char *procs = xasprintf("%s/procs", boxd_config()->run_dir);
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
 	free(procs);
 	prepare_cgroups();
+	/* Before any command runs, and once boxd sits in its own cgroup. */
+	protect_init(boxd_config()->run_dir);
 	procs_adopt();
 	exec_spawn_init(shim_program, shim_cgroup);
 	exec_spawn_spare();

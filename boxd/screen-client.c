@@ -21,6 +21,7 @@
 #include "boxd.h"
 #include "helpers.h"
 #include "log.h"
+#include "protect.h"
 #include "screen-protocol.h"
 #include "xalloc.h"
 
@@ -111,6 +112,7 @@ static void screen_worker_reap(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(worker->reaper, &pause);
 		return;
 	}
+	unprotect_process(worker->pid);
 	char message[200];
 	int http_status = 500;
 	const char *code = "internal";
@@ -294,6 +296,7 @@ static struct screen_worker_process *screen_worker_start(char *error, size_t err
 	}
 	if (pid == 0)
 		screen_child(ends[1]);
+	protect_process(pid);
 	close(ends[1]);
 	evutil_make_socket_nonblocking(ends[0]);
 	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);

@@ -1,31 +1,75 @@
-/* shim-guard.c: a command may not signal boxd or any shim.
+/* shim-guard.c: a command may not take down boxd, a shim or a worker.
  *
  * Commands usually run as root, so permissions cannot keep them from killing
- * their supervisors. A seccomp filter in the command hands every syscall that
- * sends a signal (kill, tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo,
- * pidfd_send_signal) to the shim as a user notification; the shim refuses it
- * with EPERM when it aims at every process (-1), at a process (or process
- * group led by one) running boxd or boxd-shim, and lets everything else
- * through. Only these syscalls pay the round trip; nothing else is filtered.
- * The general confinement of commands is a separate seccomp policy. */
+ * their supervisors. A seccomp filter in the command hands the few syscalls
+ * that can reach another process to the shim as user notifications: those
+ * that send a signal (kill, tkill, tgkill, rt_sigqueueinfo,
+ * rt_tgsigqueueinfo, pidfd_send_signal), name a signal's target for later
+ * (fcntl F_SETOWN/F_SETOWN_EX, ioctl FIOSETOWN/SIOCSPGRP: a SIGIO, or any
+ * signal set with F_SETSIG, sent when the fd is ready), trace or write into
+ * another process (ptrace, process_vm_readv/writev) or lower its limits
+ * (prlimit64 with a new limit: a CPU limit gets a process killed by the
+ * kernel). The shim refuses one with EPERM when it aims at every process
+ * (-1), at a protected process (lib/protected.h: by pid and start time,
+ * never by name), or at a process group with a protected member, and lets
+ * everything else through. Only these calls pay the round trip; the filter's
+ * argument checks keep fcntl, ioctl and prlimit64 on their fast path
+ * otherwise. A pointer argument (F_SETOWN_EX, the ioctls) is read from the
+ * command's memory, which another of its threads could change before the
+ * kernel reads it again: a determined root command is not what this stops. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fd-passing.h"
+#include "protected.h"
 #include "shim.h"
 
-static const char *const signal_syscalls[] = {
+static const char *const whole_syscalls[] = {
 	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
+	"ptrace", "process_vm_readv", "process_vm_writev",
 };
+
+/* A rule for the native and the 32-bit architectures. A name a given
+ * architecture lacks (fcntl64 on x86_64) is skipped; false on other errors. */
+static bool notify_rule(scmp_filter_ctx ctx, const char *name, unsigned count,
+			const struct scmp_arg_cmp *args)
+{
+	int number = seccomp_syscall_resolve_name(name);
+	if (number == __NR_SCMP_ERROR)
+		return true;
+	int result = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, number, count, args);
+	return result == 0 || result == -EDOM || result == -EINVAL;
+}
+
+static bool add_rules(scmp_filter_ctx ctx)
+{
+	for (size_t i = 0; i < sizeof whole_syscalls / sizeof whole_syscalls[0]; i++)
+		if (!notify_rule(ctx, whole_syscalls[i], 0, NULL))
+			return false;
+	/* Only the calls that name another process: the rest stay fast. */
+	const struct scmp_arg_cmp new_limit = SCMP_A2(SCMP_CMP_NE, 0);
+	const struct scmp_arg_cmp set_owner = SCMP_A1(SCMP_CMP_EQ, F_SETOWN);
+	const struct scmp_arg_cmp set_owner_ex = SCMP_A1(SCMP_CMP_EQ, F_SETOWN_EX);
+	const struct scmp_arg_cmp io_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, FIOSETOWN);
+	const struct scmp_arg_cmp socket_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, SIOCSPGRP);
+	return notify_rule(ctx, "prlimit64", 1, &new_limit) &&
+	       notify_rule(ctx, "fcntl", 1, &set_owner) && notify_rule(ctx, "fcntl", 1, &set_owner_ex) &&
+	       notify_rule(ctx, "fcntl64", 1, &set_owner) && notify_rule(ctx, "fcntl64", 1, &set_owner_ex) &&
+	       notify_rule(ctx, "ioctl", 1, &io_owner) && notify_rule(ctx, "ioctl", 1, &socket_owner);
+}
 
 bool guard_install(int channel)
 {
@@ -37,13 +81,7 @@ bool guard_install(int channel)
 	/* 32-bit programs in a command are filtered alike instead of killed. */
 	seccomp_arch_add(ctx, SCMP_ARCH_X86);
 	seccomp_arch_add(ctx, SCMP_ARCH_X32);
-	for (size_t i = 0; i < sizeof signal_syscalls / sizeof signal_syscalls[0]; i++)
-		if (seccomp_rule_add(ctx, SCMP_ACT_NOTIFY,
-				     seccomp_syscall_resolve_name(signal_syscalls[i]), 0) != 0) {
-			seccomp_release(ctx);
-			return false;
-		}
-	if (seccomp_load(ctx) != 0) {
+	if (!add_rules(ctx) || seccomp_load(ctx) != 0) {
 		seccomp_release(ctx);
 		return false;
 	}
@@ -83,29 +121,33 @@ int receive_fd(int channel)
 	return fd;
 }
 
-static bool is_protected_pid(struct shim *shim, long pid)
+static bool is_protected(const struct shim *shim, long pid)
 {
 	if (pid <= 0)
 		return false;
 	if (pid == getpid())
 		return true;
-	char path[64], target[4096];
-	snprintf(path, sizeof path, "/proc/%ld/exe", pid);
-	ssize_t n = readlink(path, target, sizeof target - 1);
-	if (n <= 0)
-		return false;
-	target[n] = '\0';
-	/* A replaced binary reads "/usr/bin/boxd (deleted)". */
-	char *deleted = strstr(target, " (deleted)");
-	if (deleted && deleted[10] == '\0')
-		*deleted = '\0';
-	for (size_t i = 0; i < shim->spec.protected_exe_count; i++)
-		if (!strcmp(target, shim->spec.protected_exes[i]))
-			return true;
-	return false;
+	return shim->spec.protected_dir && protected_is(shim->spec.protected_dir, (pid_t)pid);
 }
 
-/* The pid a pidfd (or a /proc/PID dir fd) of `caller` refers to, or 0. */
+static bool group_protected(const struct shim *shim, pid_t group)
+{
+	if (group == getpgrp())
+		return true;
+	return shim->spec.protected_dir && protected_in_group(shim->spec.protected_dir, group);
+}
+
+/* A signal owner as F_SETOWN and the ioctls take it: a pid, or a negated
+ * process group. */
+static bool owner_protected(const struct shim *shim, long owner)
+{
+	if (owner < 0)
+		return group_protected(shim, (pid_t)-owner);
+	return is_protected(shim, owner);
+}
+
+/* The pid a pidfd (or a /proc/PID dir fd, wherever /proc is mounted) of
+ * `caller` refers to, or 0. */
 static long pidfd_target(pid_t caller, long fd)
 {
 	char path[96], line[256];
@@ -119,31 +161,69 @@ static long pidfd_target(pid_t caller, long fd)
 		fclose(f);
 	if (pid)
 		return pid;
-	snprintf(path, sizeof path, "/proc/%d/fd/%ld", caller, fd);
-	ssize_t n = readlink(path, line, sizeof line - 1);
-	if (n > 0) {
-		line[n] = '\0';
-		sscanf(line, "/proc/%ld", &pid);
-	}
+	/* A /proc/PID dir: its own stat names the pid, whatever its path. */
+	snprintf(path, sizeof path, "/proc/%d/fd/%ld/stat", caller, fd);
+	f = fopen(path, "re");
+	if (f && fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	if (f)
+		fclose(f);
 	return pid;
 }
 
-static bool refuse(struct shim *shim, const struct seccomp_notif *n, const char *name)
+/* Reads `size` bytes at `address` in the calling process. */
+static bool read_caller(pid_t caller, uint64_t address, void *into, size_t size)
 {
-	long target = (long)(int)n->data.args[0];
-	if (name && !strcmp(name, "pidfd_send_signal"))
-		target = pidfd_target((pid_t)n->pid, target);
-	bool third = name && (!strcmp(name, "tgkill") || !strcmp(name, "rt_tgsigqueueinfo"));
-	int signal = (int)n->data.args[third ? 2 : 1];
-	if (signal == 0)
-		return false; /* probing whether a process exists is harmless */
-	if (name && !strcmp(name, "kill")) {
-		if (target == -1)
-			return true;
-		if (target < -1)
-			target = -target; /* a process group: judged by its leader */
+	struct iovec local = {into, size}, remote = {(void *)(uintptr_t)address, size};
+	return process_vm_readv(caller, &local, 1, &remote, 1, 0) == (ssize_t)size;
+}
+
+static bool refuse_owner_change(const struct shim *shim, const struct seccomp_notif *n,
+				const char *name)
+{
+	pid_t caller = (pid_t)n->pid;
+	unsigned command = (unsigned)n->data.args[1];
+	if (!strcmp(name, "ioctl")) {
+		int owner;
+		return !read_caller(caller, n->data.args[2], &owner, sizeof owner) ||
+		       owner_protected(shim, owner);
 	}
-	return is_protected_pid(shim, target);
+	if (command == F_SETOWN_EX) {
+		struct f_owner_ex owner;
+		if (!read_caller(caller, n->data.args[2], &owner, sizeof owner))
+			return true;
+		if (owner.type == F_OWNER_PGRP)
+			return group_protected(shim, owner.pid);
+		return is_protected(shim, owner.pid);
+	}
+	return owner_protected(shim, (long)(int)n->data.args[2]);
+}
+
+static bool refuse(const struct shim *shim, const struct seccomp_notif *n, const char *name)
+{
+	if (!name)
+		return false;
+	long first = (long)(int)n->data.args[0];
+	if (!strcmp(name, "fcntl") || !strcmp(name, "fcntl64") || !strcmp(name, "ioctl"))
+		return refuse_owner_change(shim, n, name);
+	if (!strcmp(name, "ptrace"))
+		return first != PTRACE_TRACEME && is_protected(shim, (long)(int)n->data.args[1]);
+	if (!strcmp(name, "prlimit64"))
+		return first != 0 && is_protected(shim, first);
+	if (!strncmp(name, "process_vm_", 11))
+		return is_protected(shim, first);
+	if (!strcmp(name, "pidfd_send_signal"))
+		return n->data.args[1] != 0 && is_protected(shim, pidfd_target((pid_t)n->pid, first));
+	bool third = !strcmp(name, "tgkill") || !strcmp(name, "rt_tgsigqueueinfo");
+	if ((int)n->data.args[third ? 2 : 1] == 0)
+		return false; /* probing whether a process exists is harmless */
+	if (!strcmp(name, "kill")) {
+		if (first == -1)
+			return true;
+		if (first < -1) /* a process group: judged by who is in it */
+			return group_protected(shim, (pid_t)-first);
+	}
+	return is_protected(shim, first); /* tkill's thread is mapped to its process */
 }
 
 void guard_answer(struct shim *shim)
@@ -162,6 +242,9 @@ void guard_answer(struct shim *shim)
 	char *name = seccomp_syscall_resolve_num_arch(request.data.arch, request.data.nr);
 	bool refused = refuse(shim, &request, name);
 	free(name);
+	/* The caller may have died and its pid been reused while we judged. */
+	if (ioctl(shim->guard_fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &request.id) != 0)
+		return;
 	if (refused)
 		response.error = -EPERM;
 	else

@@ -20,6 +20,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 
+#include "protected.h"
 #include "shim.h"
 #include "xalloc.h"
 
@@ -277,6 +278,10 @@ static void signal_descendants(pid_t root, int signal)
 
 void run_signal_tree(struct shim *shim, int signal)
 {
+	/* A command may have moved boxd (or a shim) into its cgroup: send it
+	 * home first, or it would die with the command. */
+	if (shim->job.v2_dir && shim->spec.protected_dir)
+		protected_rescue(shim->spec.protected_dir, shim->job.v2_dir);
 	if (shim->pid > 0 && !shim->exited)
 		kill(-shim->pid, signal);
 	if (cgroup_job_signal(&shim->job, signal) < 0)

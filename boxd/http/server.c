@@ -53,8 +53,17 @@ static void rest_listener(struct evconnlistener *listener, int error)
 	if (!rest_timer)
 		rest_timer = evtimer_new(boxd_base(), on_rest_over, NULL);
 	if (!evtimer_pending(rest_timer, NULL)) {
-		log_msg(LOG_LEVEL_WARNING, "out of file descriptors (%s): not accepting for %d ms",
-			strerror(error), LISTENER_REST_MS);
+		/* Once a minute at most, however long it lasts. */
+		static int64_t logged_ms;
+		static unsigned rests;
+		int64_t now = clock_monotonic_ms();
+		rests++;
+		if (!logged_ms || now - logged_ms >= 60000) {
+			log_msg(LOG_LEVEL_WARNING, "out of file descriptors (%s): not accepting for %d ms "
+				"(%u such pauses since the last report)", strerror(error), LISTENER_REST_MS, rests);
+			logged_ms = now;
+			rests = 0;
+		}
 		struct timeval delay = {0, LISTENER_REST_MS * 1000};
 		evtimer_add(rest_timer, &delay);
 	}

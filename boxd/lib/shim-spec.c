@@ -42,7 +42,8 @@ bool shim_spec_write(const struct shim_spec *spec, int fd)
 	fields_add_string(&w, "shimCgroup", spec->shim_cgroup);
 	fields_add_string(&w, "pidsBase", spec->pids_base);
 	fields_add_int(&w, "pidsMax", (int64_t)spec->pids_max);
-	add_list(&w, "protectedExe", spec->protected_exes, spec->protected_exe_count);
+	if (spec->protected_dir)
+		fields_add_string(&w, "protectedDir", spec->protected_dir);
 	for (size_t i = 0; i < spec->rlimit_count; i++) {
 		char text[96];
 		snprintf(text, sizeof text, "%d %" PRIu64 " %" PRIu64, spec->rlimits[i].resource,
@@ -94,8 +95,7 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 	else if (!strcmp(key, "shimCgroup")) take_string(&s->shim_cgroup, v, n);
 	else if (!strcmp(key, "pidsBase")) take_string(&s->pids_base, v, n);
 	else if (!strcmp(key, "pidsMax")) s->pids_max = (uint64_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "protectedExe"))
-		push_string(&s->protected_exes, &s->protected_exe_count, v, n);
+	else if (!strcmp(key, "protectedDir")) take_string(&s->protected_dir, v, n);
 	else if (!strcmp(key, "rlimit")) {
 		char *text = fields_string(v, n);
 		struct shim_rlimit limit;
@@ -157,7 +157,7 @@ void shim_spec_free(struct shim_spec *s)
 	free(s->cgroup_base);
 	free(s->shim_cgroup);
 	free(s->pids_base);
-	free_list(s->protected_exes, s->protected_exe_count);
+	free(s->protected_dir);
 	free(s->rlimits);
 	*s = (struct shim_spec){0};
 }

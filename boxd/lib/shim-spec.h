@@ -46,8 +46,7 @@ struct shim_spec {
 	char *shim_cgroup;   /* cgroup v2 dir the shim moves itself into, or NULL */
 	char *pids_base;     /* cgroup v1 pids dir (hybrid hosts), or NULL */
 	uint64_t pids_max;   /* 0: no limit */
-	char **protected_exes; /* binaries a command may not signal (boxd, boxd-shim) */
-	size_t protected_exe_count;
+	char *protected_dir; /* the processes a command may not reach (protected.h) */
 	struct shim_rlimit *rlimits;
 	size_t rlimit_count;
 };

@@ -86,8 +86,11 @@ class Boxd:
 
     def start(self, *extra, wait=True, env=None):
         self.log_file = open(self.log_path, "ab")
+        # A session of its own, as systemd starts it: a command's group
+        # signal aimed at boxd's group can then never reach the test runner.
         self.proc = subprocess.Popen(self.args(*extra), stdout=self.log_file,
-                                     stderr=subprocess.STDOUT, env=env or self.env)
+                                     stderr=subprocess.STDOUT, env=env or self.env,
+                                     start_new_session=True)
         if wait:
             wait_for(self._answers, timeout=10, what="boxd to answer on its socket")
         return self

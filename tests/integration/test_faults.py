@@ -64,7 +64,7 @@ def test_out_of_fds_rests_the_listener_and_recovers(boxd):
         peer.close()
     assert spent < 50, f"boxd spent {spent} ticks in 2 s at the fd limit (a spinning listener)"
     warnings = boxd.log().count("out of file descriptors")
-    assert 1 <= warnings <= 12, boxd.log()[-2000:]
+    assert warnings == 1, boxd.log()[-2000:]
     assert "Error from accept() call" not in boxd.log()
     assert boxd.call("GET", "/v1/health")[0] == 200
 
