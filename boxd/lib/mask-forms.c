@@ -301,6 +301,10 @@ static void encode_hex(struct bytes *out, const char *v, size_t len, const char 
 	}
 }
 
+/* Every byte escaped takes 4 bytes a byte: done for values up to this long
+ * (tokens, passwords, keys), not for the 64 KiB ones. */
+#define ESCAPE_ALL_MAX 4096
+
 static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
 {
 	struct bytes b = { 0 };
@@ -317,6 +321,8 @@ static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
 		ESC_ALL, ESC_ALL | ESC_UPPER, ESC_ALL | ESC_OCTAL,	/* every byte */
 	};
 	for (size_t i = 0; i < sizeof styles / sizeof *styles; i++) {
+		if ((styles[i] & ESC_ALL) && len > ESCAPE_ALL_MAX)
+			continue;
 		encode_escaped(&b, v, len, styles[i]);
 		forms_take(forms, &b);
 	}
