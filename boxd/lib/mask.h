@@ -9,17 +9,19 @@
  * %20 or '+', '/' and !'()* kept or not); the shell single-quoted,
  * double-quoted and backslashed (`printf %q`) forms; backslash escapes as a
  * C, Go or Python repr or bash's $'...' write them (\xNN, octal, named),
- * and every byte escaped; hex, lower and upper case; and base64 and URL-safe
- * base64 at the three alignments a value can take inside a longer base64
- * stream (only the characters that depend on the value alone, so
- * `echo "$S" | base64` and `base64("user:" + S)` are caught, padded or not).
- * A form shorter than 8 bytes is never masked: it would blank ordinary text.
+ * and every byte escaped (values up to 4 KiB); hex, lower and upper case;
+ * and base64 and URL-safe base64 at the three alignments a value can take
+ * inside a longer base64 stream (only the characters that depend on the
+ * value alone, so `echo "$S" | base64` and `base64("user:" + S)` are
+ * caught, padded or not). A form shorter than 8 bytes is never masked: it
+ * would blank ordinary text.
  *
  * The hex and base64 forms wrap: tools break them into lines (base64 at 76
  * or 64 columns, xxd -p at 60), so they also match with a line end ("\n" or
  * "\r\n") after any of their characters but the last, line ends at least 8
  * characters apart; the whole wrapped occurrence, line ends included,
  * becomes one "****", however short its piece on either line.
+ *
  * Values are kept in locked, undumpable memory and wiped when the set is
  * freed.
  *
