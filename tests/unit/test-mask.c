@@ -491,6 +491,48 @@ static size_t bash_ansi_c(const char *v, size_t len, char *out)
 	return o;
 }
 
+/* bash's printf %q of a value with no control bytes: a backslash before
+ * what the shell would take as syntax; # and ~ only where a word starts. */
+static size_t bash_backslashed(const char *v, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t k = 0; k < len; k++) {
+		char c = v[k];
+		bool special = c && strchr(" \t\n'\"\\|&;()<>!{}*[?]^$`,", c);
+		if (c == '#' && k == 0)
+			special = true;
+		if (c == '~' && (k == 0 || v[k - 1] == '=' || v[k - 1] == ':'))
+			special = true;
+		if (special)
+			out[o++] = '\\';
+		out[o++] = c;
+	}
+	out[o] = 0;
+	return o;
+}
+
+/* Go's %q (strconv.Quote) of ASCII text, and C's string literal escapes. */
+static size_t go_quoted(const char *v, size_t len, char *out)
+{
+	static const char named_from[] = "\a\b\f\n\r\t\v\\\"";
+	static const char named_to[] = "abfnrtv\\\"";
+	size_t o = 0;
+	out[o++] = '"';
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)v[k];
+		const char *named = c ? strchr(named_from, c) : NULL;
+		if (named)
+			o += (size_t)sprintf(out + o, "\\%c", named_to[named - named_from]);
+		else if (c < 0x20 || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '"';
+	out[o] = 0;
+	return o;
+}
+
 static void escape_cases(void)
 {
 	char value[200], enc[1000], text[1100];
@@ -498,19 +540,28 @@ static void escape_cases(void)
 	for (size_t len = 8; len <= 200; len++) {
 		/* Printable text with now and then a quote, backslash or control
 		 * byte, and fully random bytes. */
-		for (int kind = 0; kind < 2; kind++) {
+		for (int kind = 0; kind < 3; kind++) {
 			random_value(value, len);
 			if (kind == 0)
 				for (size_t k = 0; k < len; k++)
 					if (rnd(8))
 						value[k] = (char)(0x20 + rnd(95));
+			if (kind == 2)	/* printable ASCII: printf %q backslashes it */
+				for (size_t k = 0; k < len; k++)
+					value[k] = (char)(0x20 + rnd(95));
 			const char *values[] = { value };
 			struct mask_set *set = mask_set_new(values, &len, 1);
-			for (int style = 0; style < 5; style++) {
+			for (int style = 0; style < 7; style++) {
 				size_t n = 0;
+				/* Go's quoting is tried on ASCII values only. */
+				if (style == 6 && kind == 1)
+					continue;
 				switch (style) {
 				case 0: n = python_bytes_repr(value, len, enc); break;
 				case 1: n = bash_ansi_c(value, len, enc); break;
+				case 5: n = kind == 2 ? bash_backslashed(value, len, enc)
+						      : bash_ansi_c(value, len, enc); break;
+				case 6: n = go_quoted(value, len, enc); break;
 				case 2: case 3:
 					for (size_t k = 0; k < len; k++)
 						n += (size_t)sprintf(enc + n, style == 2 ? "\\x%02x" : "\\x%02X",
@@ -522,13 +573,16 @@ static void escape_cases(void)
 					break;
 				}
 				/* The quotes around a repr stay; the inside is the value. */
-				size_t open = style == 0 ? 2 : style == 1 ? 2 : 0, close = style <= 1 ? 1 : 0;
+				bool dollar = style == 1 || (style == 5 && kind != 2);
+				size_t open = style == 0 || dollar ? 2 : style == 6 ? 1 : 0;
+				size_t close = style == 0 || dollar || style == 6 ? 1 : 0;
 				size_t t = (size_t)sprintf(text, "v=");
 				memcpy(text + t, enc, n);
 				t += n;
 				text[t++] = '\n';
 				expect_exact(set, text, t, 2 + open, 2 + n - close,
-					     style == 0 ? "python repr" : style == 1 ? "bash $'...'" : "escaped bytes",
+					     style == 0 ? "python repr" : style == 1 ? "bash $'...'" :
+					     style == 5 ? "printf %q" : style == 6 ? "go %q" : "escaped bytes",
 					     len, (size_t)style);
 				if ((len + (size_t)style) % 4 == 0)
 					check_stream(set, text, t, style % 3);
