@@ -157,7 +157,7 @@ static size_t wrap_keys(const struct mask_form *f, uint64_t keys[WRAP_KEYS_PER_F
 		for (size_t eol = 1; eol <= 2; eol++) {
 			char text[16];
 			memcpy(text, f->data, j);
-			memcpy(text + j, "\r\n" + (2 - eol), eol);
+			memcpy(text + j, &"\r\n"[2 - eol], eol);
 			memcpy(text + j + eol, f->data + j, 8 - j < f->len - j ? 8 - j : f->len - j);
 			anchored[n] = j + 8 > f->len;
 			keys[n++] = load64(text);
