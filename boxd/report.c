@@ -15,6 +15,7 @@
 #include "boxd.h"
 #include "health.h"
 #include "log.h"
+#include "redact-json.h"
 #include "xalloc.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -74,6 +75,7 @@ static void write_event(const char *event, cJSON *health)
 		cJSON_Delete(item);
 	}
 	cJSON_Delete(health);
+	redact_json(line);
 	char *text = cJSON_PrintUnformatted(line);
 	cJSON_Delete(line);
 	struct evbuffer *output = bufferevent_get_output(connection);

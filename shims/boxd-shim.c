@@ -297,7 +297,8 @@ static bool start(struct shim *shim)
 	if (shim->spec.timeout_ms > 0)
 		shim->timeout_at = shim->started_monotonic + shim->spec.timeout_ms;
 	struct shim_meta meta = {
-		.id = shim->spec.id, .cmd = output_mask_text(shim->spec.cmd), .cwd = shim->spec.cwd,
+		.id = shim->spec.id, .cmd = output_mask_text(shim->spec.cmd),
+		.cwd = output_mask_text(shim->spec.cwd),
 		.user = shim->spec.user, .log_path = shim->spec.log_path,
 		.cgroup = shim->job.v2_dir, .pids_cgroup = shim->job.pids_dir,
 		.background = shim->spec.background, .started_at = shim->started_at,
@@ -308,6 +309,7 @@ static bool start(struct shim *shim)
 	int write_error = errno; /* before the cleanup below changes it */
 	free(path);
 	free(meta.cmd);
+	free(meta.cwd);
 	if (!written) {
 		run_signal_tree(shim, SIGKILL);
 		status_line("error internal cannot write the state of the command in %s: %s",

@@ -14,6 +14,8 @@
 #include "boxd.h"
 #include "clock.h"
 #include "exec.h"
+#include "redact-json.h"
+#include "redact.h"
 #include "shim-protocol.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -235,6 +237,7 @@ static void on_foreground_end(void *arg, struct exec_job *job)
 
 static void stream_event(struct exec_call *call, cJSON *event)
 {
+	redact_json(event);
 	char *line = cJSON_PrintUnformatted(event);
 	size_t length = strlen(line);
 	line[length] = '\n'; /* replaces the NUL: sent as one chunk with its newline */

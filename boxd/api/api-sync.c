@@ -15,6 +15,7 @@
 #include "archive-client.h"
 #include "boxd.h"
 #include "log.h"
+#include "redact.h"
 #include "upload.h"
 #include "work-path.h"
 #include "xalloc.h"
@@ -32,7 +33,10 @@ static void diff_answered(struct api_request *req, const struct archive_call_res
 			(strncmp(result->output, "{\"changed\":", 11) == 0 ||
 			 strncmp(result->output, "{\"all\":", 7) == 0);
 	if (answered) {
-		api_reply_bytes(req, 200, "application/json", result->output, result->output_length);
+		/* Hex paths: a path that holds a secret value is masked too. */
+		char *shown = redact_text(result->output);
+		api_reply_bytes(req, 200, "application/json", shown, strlen(shown));
+		free(shown);
 		return;
 	}
 	cJSON *json = cJSON_ParseWithLength(result->output, result->output_length);

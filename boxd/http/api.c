@@ -17,6 +17,7 @@
 #include "health.h"
 #include "lock.h"
 #include "log.h"
+#include "redact-json.h"
 #include "redact.h"
 #include "request-ids.h"
 #include "routes.h"
@@ -71,8 +72,12 @@ static void send_raw(struct evhttp_request *http, int status, const char *conten
 {
 	struct evkeyvalq *headers = evhttp_request_get_output_headers(http);
 	evhttp_add_header(headers, "Content-Type", content_type);
-	if (request_id)
-		evhttp_add_header(headers, "X-Request-Id", request_id);
+	if (request_id) {
+		/* Echoed, so masked like everything boxd returns. */
+		char *shown = redact_text(request_id);
+		evhttp_add_header(headers, "X-Request-Id", shown);
+		free(shown);
+	}
 	struct evbuffer *body = evbuffer_new();
 	evbuffer_add(body, data, length);
 	/* With the client gone, evhttp frees the request instead of sending. */
@@ -174,6 +179,7 @@ void api_reply_bytes(struct api_request *req, int status, const char *content_ty
 
 void api_reply_json(struct api_request *req, int status, cJSON *body)
 {
+	redact_json(body);
 	char *text = cJSON_PrintUnformatted(body);
 	cJSON_Delete(body);
 	api_reply_bytes(req, status, "application/json", text, strlen(text));
@@ -219,7 +225,9 @@ void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 
 void api_add_header(struct api_request *req, const char *name, const char *value)
 {
-	evhttp_add_header(evhttp_request_get_output_headers(req->http), name, value);
+	char *shown = redact_text(value);
+	evhttp_add_header(evhttp_request_get_output_headers(req->http), name, shown);
+	free(shown);
 }
 
 /* ---- streaming ---- */

@@ -20,7 +20,7 @@
 struct shim_meta {
 	char *id;
 	char *cmd;          /* masked */
-	char *cwd;
+	char *cwd;          /* masked */
 	char *user;
 	char *log_path;
 	char *cgroup;       /* the command's cgroup v2 dir, or NULL */

@@ -1,5 +1,6 @@
 /* mask-forms.c: builds the forms a secret value takes in output: line-end
- * variants, JSON escaping, URL-encoding, shell quoting and base64 cores. */
+ * variants, JSON escaping, URL-encoding, shell quoting, backslash escapes,
+ * hex and base64 cores. */
 #include "mask-forms.h"
 #include "mask.h"
 
@@ -55,14 +56,19 @@ void mask_forms_init(struct mask_forms *forms)
 }
 
 /* Takes ownership of b's buffer. */
-static void forms_take(struct mask_forms *forms, struct bytes *b)
+static void forms_take_as(struct mask_forms *forms, struct bytes *b, bool wraps)
 {
 	if (forms->count == forms->cap) {
 		forms->cap = forms->cap ? forms->cap * 2 : 16;
 		forms->items = xrealloc(forms->items, forms->cap * sizeof *forms->items);
 	}
-	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->len };
+	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->len, wraps };
 	*b = (struct bytes){ 0 };
+}
+
+static void forms_take(struct mask_forms *forms, struct bytes *b)
+{
+	forms_take_as(forms, b, false);
 }
 
 static void forms_copy(struct mask_forms *forms, const char *data, size_t len)
@@ -211,10 +217,134 @@ static void encode_base64_core(struct bytes *out, const char *v, size_t len,
 	}
 }
 
+/* bash's `printf %q` when the value has no control characters: a backslash
+ * before each character the shell would interpret; `#` and `~` only where
+ * they would start a word (so twice: the value as the whole argument, and
+ * inside a longer one). Returns false (and nothing) when bash would write
+ * $'...' instead. */
+static bool encode_shell_backslash(struct bytes *out, const char *v, size_t len, bool at_start)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (c < 0x20 || c == 0x7f)
+			return false;
+		bool escape = strchr(" '\"\\|&;()<>!{}*[?]^$`,", c) != NULL;
+		if (c == '#')
+			escape = at_start && i == 0;
+		if (c == '~')
+			escape = (at_start && i == 0) || (i > 0 && (v[i - 1] == '=' || v[i - 1] == ':'));
+		if (escape)
+			bytes_putc(out, '\\');
+		bytes_putc(out, (char)c);
+	}
+	return true;
+}
+
+/* Backslash escapes as a language's repr or a shell's $'...' write them.
+ * Always \\, \t, \n, \r; ESC_C adds \a \b \f \v (C, Go, bash), ESC_BASH
+ * \E for ESC; the quote escaped is ' (Python's default) or " (ESC_DQUOTE:
+ * C, Go, Python when the text has a '); other control bytes and 0x7f, and
+ * with ESC_HIGH bytes from 0x80 (Python's bytes, C), as \xNN or with
+ * ESC_OCTAL as \NNN. ESC_ALL escapes every byte that way (`\x73\x6b...`
+ * as printf and echo -e take it). */
+enum escape_style {
+	ESC_C = 1, ESC_BASH = 2, ESC_DQUOTE = 4, ESC_HIGH = 8, ESC_OCTAL = 16,
+	ESC_UPPER = 32, ESC_ALL = 64,
+};
+
+static void encode_escaped(struct bytes *out, const char *v, size_t len, int style)
+{
+	const char *hex = style & ESC_UPPER ? hex_upper : hex_lower;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)v[i];
+		char named = 0;
+		if (!(style & ESC_ALL)) {
+			switch (c) {
+			case '\\': named = '\\'; break;
+			case '\t': named = 't'; break;
+			case '\n': named = 'n'; break;
+			case '\r': named = 'r'; break;
+			case '\a': named = style & ESC_C ? 'a' : 0; break;
+			case '\b': named = style & ESC_C ? 'b' : 0; break;
+			case '\f': named = style & ESC_C ? 'f' : 0; break;
+			case '\v': named = style & ESC_C ? 'v' : 0; break;
+			case 0x1b: named = style & ESC_BASH ? 'E' : 0; break;
+			case '\'': named = style & ESC_DQUOTE ? 0 : '\''; break;
+			case '"': named = style & ESC_DQUOTE ? '"' : 0; break;
+			}
+			if (named) {
+				char esc[2] = { '\\', named };
+				bytes_put(out, esc, 2);
+				continue;
+			}
+			if (c >= 0x20 && c != 0x7f && (c < 0x80 || !(style & ESC_HIGH))) {
+				bytes_putc(out, (char)c);
+				continue;
+			}
+		}
+		if (style & ESC_OCTAL) {
+			char esc[4] = { '\\', (char)('0' + (c >> 6)), (char)('0' + ((c >> 3) & 7)),
+					(char)('0' + (c & 7)) };
+			bytes_put(out, esc, 4);
+		} else {
+			char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+			bytes_put(out, esc, 4);
+		}
+	}
+}
+
+static void encode_hex(struct bytes *out, const char *v, size_t len, const char *digits)
+{
+	for (size_t i = 0; i < len; i++) {
+		char pair[2] = { digits[(unsigned char)v[i] >> 4], digits[(unsigned char)v[i] & 15] };
+		bytes_put(out, pair, 2);
+	}
+}
+
+/* Every byte escaped takes 4 bytes a byte: done for values up to this long
+ * (tokens, passwords, keys), not for the 64 KiB ones. */
+#define ESCAPE_ALL_MAX 4096
+
+static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
+{
+	struct bytes b = { 0 };
+	for (int at_start = 0; at_start < 2; at_start++) {
+		if (encode_shell_backslash(&b, v, len, at_start))
+			forms_take(forms, &b);
+		bytes_wipe(&b);
+	}
+	static const int styles[] = {
+		0, ESC_DQUOTE, ESC_HIGH, ESC_HIGH | ESC_DQUOTE,		/* Python str, bytes */
+		ESC_C | ESC_DQUOTE, ESC_C | ESC_DQUOTE | ESC_HIGH,	/* C, Go */
+		ESC_C | ESC_DQUOTE | ESC_HIGH | ESC_OCTAL,		/* C with octal */
+		ESC_C | ESC_BASH | ESC_OCTAL, ESC_C | ESC_BASH | ESC_OCTAL | ESC_HIGH, /* $'...' */
+		ESC_ALL, ESC_ALL | ESC_UPPER, ESC_ALL | ESC_OCTAL,	/* every byte */
+	};
+	for (size_t i = 0; i < sizeof styles / sizeof *styles; i++) {
+		if ((styles[i] & ESC_ALL) && len > ESCAPE_ALL_MAX)
+			continue;
+		encode_escaped(&b, v, len, styles[i]);
+		forms_take(forms, &b);
+	}
+}
+
+/* Hex of the value, lower and upper case (xxd -p, Python's .hex(), sha
+ * tools' style), which xxd -p wraps at 60 columns. */
+static void add_hex(struct mask_forms *forms, const char *v, size_t len)
+{
+	struct bytes b = { 0 };
+	encode_hex(&b, v, len, hex_lower);
+	forms_take_as(forms, &b, true);
+	encode_hex(&b, v, len, hex_upper);
+	forms_take_as(forms, &b, true);
+}
+
 static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 {
 	struct bytes b = { 0 };
 	forms_copy(forms, v, len);
+	add_escapes(forms, v, len);
+	add_hex(forms, v, len);
 	static const int json_styles[] = { 0, JSON_ASCII, JSON_SLASH, JSON_HTML };
 	for (size_t style = 0; style < sizeof json_styles / sizeof *json_styles; style++) {
 		bool ok = encode_json(&b, v, len, json_styles[style]);
@@ -233,27 +363,15 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 }
 
 /* base64 tools wrap lines (76 columns for base64(1) and MIME, 64 for PEM
- * and openssl), at a place that depends on where the value sits. A core
- * that can be wrapped is also masked piecewise: 8-character tiles every 4
- * characters, so each line's part of it is masked up to at most 3
- * characters at either end of the line. */
-#define BASE64_WRAP_MIN 64
-#define BASE64_TILED_MAX 16384	/* a 12 KB key; beyond, pieces cost too much */
-#define TILE 8
-#define TILE_STRIDE 4
-
+ * and openssl) at places that depend on where the value sits: the cores are
+ * wrapping forms, matched with line ends between their characters. */
 static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 {
 	struct bytes b = { 0 };
 	for (int align = 0; align < 3; align++)
 		for (int url_safe = 0; url_safe < 2; url_safe++) {
 			encode_base64_core(&b, v, len, align, url_safe);
-			if (b.len > BASE64_WRAP_MIN && b.len <= BASE64_TILED_MAX) {
-				for (size_t k = 0; k + TILE <= b.len; k += TILE_STRIDE)
-					forms_copy(forms, b.data + k, TILE);
-				forms_copy(forms, b.data + b.len - TILE, TILE);
-			}
-			forms_take(forms, &b);
+			forms_take_as(forms, &b, true);
 		}
 }
 
@@ -324,6 +442,8 @@ void mask_forms_finish(struct mask_forms *forms)
 	for (size_t i = 0; i < forms->count; i++) {
 		struct mask_form_item *item = &forms->items[i];
 		bool duplicate = kept > 0 && compare_items(&forms->items[kept - 1], item) == 0;
+		if (duplicate)
+			forms->items[kept - 1].wraps |= item->wraps;
 		if (item->len < MASK_MIN_FORM || duplicate) {
 			item_wipe(item);
 			continue;

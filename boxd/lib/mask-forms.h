@@ -9,6 +9,9 @@
 struct mask_form_item {
 	char *data;
 	size_t len;
+	/* An encoding a tool wraps into lines (base64, hex): the form also
+	 * matches with line ends between its characters (see mask.h). */
+	bool wraps;
 };
 
 struct mask_forms {
@@ -22,7 +25,8 @@ void mask_forms_init(struct mask_forms *forms);
  * only the raw bytes when `encodings` is false. */
 void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
 			  bool encodings);
-/* Drops duplicates and forms shorter than MASK_MIN_FORM. */
+/* Drops duplicates (a form kept both ways keeps `wraps`) and forms shorter
+ * than MASK_MIN_FORM. */
 void mask_forms_finish(struct mask_forms *forms);
 void mask_forms_free(struct mask_forms *forms);
 

@@ -6,13 +6,22 @@
  * bytes; with "\n" line ends turned into "\r\n" and back; without trailing
  * line ends; JSON string escaping (cJSON, Python's ASCII-only, PHP's "\/",
  * Go's HTML-safe flavours); URL-encoding (%XX upper and lower case, space as
- * %20 or '+', '/' and !'()* kept or not); the shell single-quoted and
- * double-quoted forms; and base64 and
- * URL-safe base64 at the three alignments a value can take inside a longer
- * base64 stream (only the characters that depend on the value alone, so
- * `echo "$S" | base64` and `base64("user:" + S)` are caught, padded or not;
- * a long one also in 8-character pieces, so wrapped lines are caught).
- * A form shorter than 8 bytes is never masked: it would blank ordinary text.
+ * %20 or '+', '/' and !'()* kept or not); the shell single-quoted,
+ * double-quoted and backslashed (`printf %q`) forms; backslash escapes as a
+ * C, Go or Python repr or bash's $'...' write them (\xNN, octal, named),
+ * and every byte escaped (values up to 4 KiB); hex, lower and upper case;
+ * and base64 and URL-safe base64 at the three alignments a value can take
+ * inside a longer base64 stream (only the characters that depend on the
+ * value alone, so `echo "$S" | base64` and `base64("user:" + S)` are
+ * caught, padded or not). A form shorter than 8 bytes is never masked: it
+ * would blank ordinary text.
+ *
+ * The hex and base64 forms wrap: tools break them into lines (base64 at 76
+ * or 64 columns, xxd -p at 60), so they also match with a line end ("\n" or
+ * "\r\n") after any of their characters but the last, line ends at least 8
+ * characters apart; the whole wrapped occurrence, line ends included,
+ * becomes one "****", however short its piece on either line.
+ *
  * Values are kept in locked, undumpable memory and wiped when the set is
  * freed.
  *
@@ -55,6 +64,10 @@ void mask_set_unref(struct mask_set *set);
  * and diagnostics. */
 size_t mask_set_form_count(const struct mask_set *set);
 const char *mask_set_form(const struct mask_set *set, size_t i, size_t *len);
+/* Whether form `i` also matches wrapped into lines (see above). */
+bool mask_set_form_wraps(const struct mask_set *set, size_t i);
+/* Bytes the set takes in memory (forms and index). */
+size_t mask_set_memory(const struct mask_set *set);
 
 /* Receives masked output. `len` is never 0. */
 typedef void (*mask_output_fn)(void *ctx, const char *data, size_t len);

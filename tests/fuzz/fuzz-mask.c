@@ -1,7 +1,8 @@
 /* fuzz-mask.c: libFuzzer harness for the masker.
  * Input: values separated by '\1', then '\0', then the text. The text is
  * masked in chunks sized from the input and at once; both must agree, and
- * no value (without '*') may survive in the output. */
+ * no value (without '*'), nor its hex, nor its base64 wrapped by a line end
+ * anywhere, may survive in the output. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,21 @@ static void collect(void *ctx, const char *data, size_t len)
 	o->data = realloc(o->data, o->len + len);
 	memcpy(o->data + o->len, data, len);
 	o->len += len;
+}
+
+/* The base64 characters that depend on the value alone, at alignment 0. */
+static size_t base64_core(const char *v, size_t len, char *out)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = 0;
+	for (size_t bit = 0; bit + 6 <= 8 * len; bit += 6) {
+		unsigned sextet = 0;
+		for (size_t b = bit; b < bit + 6; b++)
+			sextet = (sextet << 1) | (((unsigned char)v[b / 8] >> (7 - b % 8)) & 1);
+		out[n++] = alphabet[sextet];
+	}
+	return n;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -53,10 +69,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *once = mask_bytes(set, text, text_len, &once_len);
 	if (once_len != streamed.len || (once_len && memcmp(once, streamed.data, once_len) != 0))
 		abort();
-	for (size_t i = 0; i < count; i++)
-		if (lens[i] >= MASK_MIN_FORM && !memchr(values[i], '*', lens[i]) &&
-		    memmem(once, once_len, values[i], lens[i]))
+	for (size_t i = 0; i < count; i++) {
+		if (lens[i] < MASK_MIN_FORM || lens[i] > 512)
+			continue;
+		if (!memchr(values[i], '*', lens[i]) && memmem(once, once_len, values[i], lens[i]))
 			abort();
+		/* Hex and base64 hold no '*': whatever else was masked around
+		 * them, a whole one left in the output was missed. */
+		char hex[1024], b64[700], wrapped[704];
+		for (size_t k = 0; k < lens[i]; k++) {
+			hex[2 * k] = "0123456789abcdef"[(unsigned char)values[i][k] >> 4];
+			hex[2 * k + 1] = "0123456789abcdef"[(unsigned char)values[i][k] & 15];
+		}
+		if (memmem(once, once_len, hex, 2 * lens[i]))
+			abort();
+		size_t n = base64_core(values[i], lens[i], b64);
+		for (size_t cut = 1; cut < n && cut < 8; cut++) {
+			memcpy(wrapped, b64, cut);
+			wrapped[cut] = '\n';
+			memcpy(wrapped + cut + 1, b64 + cut, n - cut);
+			if (memmem(once, once_len, wrapped, n + 1))
+				abort();
+		}
+	}
 	free(once);
 	free(streamed.data);
 	mask_set_unref(set);

@@ -3,12 +3,16 @@ masking in what boxd returns and writes, survival across kill -9."""
 import base64
 import json
 import os
+import random
 import stat
+import string
+import subprocess
 import urllib.parse
 
 import pytest
 
 from conftest import wait_for
+from exec_helpers import box, stream  # noqa: F401 (box is a fixture)
 
 S1 = "tok-4f9a2c-SECRET-value"
 S2 = "p@ss w/rd:2026+x"
@@ -269,3 +273,155 @@ def test_boxctl_secrets(sboxd):
     result = sboxd.boxctl("secrets", "set", "NOT_SET_ANYWHERE")
     assert result.returncode == 2 and b"not set in the environment" in result.stderr
     assert sboxd.boxctl("secrets", "bogus").returncode == 2
+
+
+# ---- forms written by real tools, masked in command output and logs ----
+
+# A 40-byte API token: its base64 (56 characters) fits on one line, so it is
+# cut in two only where the stream puts it across a line break.
+TOKEN = "".join(random.Random(14).choice(string.ascii_letters + string.digits + "-_")
+                for _ in range(40))
+SPECIAL = "p@ss w/rd:2026+x!$`"                    # printf %q backslashes these
+CONTROL = "ctl\tvalue\x01with'both\"quotes\x7f"    # printf %q writes $'...'
+
+
+@pytest.fixture
+def sbox(box):
+    """An exec-ready boxd whose secrets are cleared afterwards."""
+    put_secrets(box, {"TOKEN": TOKEN, "SPECIAL": SPECIAL, "CONTROL": CONTROL})
+    yield box
+    if box.proc and box.proc.poll() is None:
+        put_secrets(box, {})
+
+
+def masked_stream(data, start, length, encode, width, eol):
+    """What `encode(data) | fold -w width` (lines ended by eol) must become:
+    the characters of the value's encoding, on however many lines, one
+    "****"; data[start:start+length] is the value."""
+    enc, first, last = encode(data, start, length)
+    text, where = "", []
+    for i, ch in enumerate(enc):
+        if i and width and i % width == 0:
+            text += eol
+        where.append(len(text))
+        text += ch
+    text += eol
+    return text[:where[first]] + "****" + text[where[last - 1] + 1:]
+
+
+def b64(data, start, length):
+    return (base64.b64encode(data).decode(), (start * 8 + 5) // 6, (start + length) * 8 // 6)
+
+
+def hexlower(data, start, length):
+    return data.hex(), 2 * start, 2 * (start + length)
+
+
+def exec_masked(box, script):
+    """Runs script; returns its stdout, after checking the log says the same."""
+    status, body = box.call("POST", "/v1/exec", {"cmd": script}, timeout=120)
+    assert status == 200, body
+    assert body["exitCode"] == 0, body
+    with open(body["logPath"], newline="") as f:
+        assert f.read() == body["stdout"] + body["stderr"]
+    return body["stdout"]
+
+
+@pytest.mark.parametrize("tool, width, eol", [
+    ("base64", 76, "\n"),
+    ("base64 -w64", 64, "\n"),
+    ("base64 | sed 's/$/\\r/'", 76, "\r\n"),
+    ("openssl base64", 64, "\n"),
+])
+def test_wrapped_base64_is_masked_at_every_column(sbox, tool, width, eol):
+    # The token after n bytes: every alignment and every column a line
+    # break can fall on, so every way the token's base64 is cut in two.
+    per_line = width // 4 * 3
+    script = ('for n in $(seq 0 %d); do printf "== %%s%s" $n; '
+              '{ head -c $n /dev/zero | tr "\\0" x; printf %%s "$TOKEN"; } | %s; done'
+              % (per_line - 1, eol.replace("\r", "\\r").replace("\n", "\\n"), tool))
+    out = exec_masked(sbox, script)
+    want = "".join("== %d%s" % (n, eol) +
+                   masked_stream(b"x" * n + TOKEN.encode(), n, len(TOKEN), b64, width, eol)
+                   for n in range(per_line))
+    assert out == want
+    assert TOKEN not in out
+
+
+@pytest.mark.parametrize("tool, upper", [("xxd -p", False), ("xxd -p | tr a-f A-F", True)])
+def test_wrapped_hex_is_masked_at_every_column(sbox, tool, upper):
+    script = ('for n in $(seq 0 29); do echo "== $n"; '
+              '{ head -c $n /dev/zero | tr "\\0" x; printf %%s "$TOKEN"; } | %s; done' % tool)
+    out = exec_masked(sbox, script)
+    want = "".join("== %d\n" % n +
+                   masked_stream(b"x" * n + TOKEN.encode(), n, len(TOKEN), hexlower, 60, "\n")
+                   for n in range(30))
+    assert out == (want.upper() if upper else want)
+    assert TOKEN not in out
+
+
+def test_escaped_and_hex_forms_are_masked(sbox):
+    script = r'''
+printf '%q\n' "$SPECIAL" "$CONTROL"
+echo "v=${TOKEN@Q}"
+/usr/bin/python3 -c 'import os
+for name in ("SPECIAL", "CONTROL", "TOKEN"):
+    v = os.environ[name]
+    print(repr(v), repr(v.encode()), v.encode().hex(), v.encode().hex().upper())'
+printf %s "$CONTROL" | od -An -tx1 -v | tr -d ' \n' | sed 's/../\\x&/g'; echo
+printf %s "$SPECIAL" | od -An -to1 -v | tr -d ' \n' | sed 's/.../\\&/g'; echo
+'''
+    out = exec_masked(sbox, script)
+    # What the same tools write here, unmasked, so the test knows the forms.
+    shown = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "LC_ALL": "C", "TOKEN": TOKEN,
+                                "SPECIAL": SPECIAL, "CONTROL": CONTROL}).stdout
+    assert "\\ " in shown and "$'" in shown and "\\x01" in shown
+    assert out.splitlines() == [
+        "****", "$'****'", "v='****'",
+        "'****' b'****' **** ****", "'****' b'****' **** ****", "'****' b'****' **** ****",
+        "****", "****"]
+
+
+def test_proc_note_cwd_and_request_id_are_masked(sbox):
+    cwd = os.path.join(sbox.work_dir, "dir-" + TOKEN)
+    os.makedirs(cwd)
+    status, body = sbox.call("POST", "/v1/exec",
+                             {"cmd": "sleep 30", "background": True, "cwd": cwd,
+                              "note": "deploy with " + TOKEN},
+                             headers={"X-Request-Id": TOKEN})
+    assert status == 200, body
+    bg_id = body["bgId"]
+    for path in ("/v1/procs", "/v1/procs/" + bg_id, "/v1/steps", "/v1/health"):
+        response = sbox.request("GET", path)
+        assert response.status == 200, (path, response.body)
+        assert TOKEN.encode() not in response.body, path
+    proc = sbox.call("GET", "/v1/procs/" + bg_id)[1]
+    assert proc["note"] == "deploy with ****"
+    assert proc["cwd"] == os.path.join(sbox.work_dir, "dir-****")
+    listed = sbox.boxctl("--json", "procs")
+    assert listed.returncode == 0 and TOKEN.encode() not in listed.stdout
+    assert b"deploy with ****" in listed.stdout
+    # The echoed X-Request-Id, first answer and replay.
+    for _ in range(2):
+        response = sbox.request("POST", "/v1/exec", {"cmd": "true"},
+                                headers={"X-Request-Id": TOKEN})
+        assert response.status == 200, response.body
+        assert response.headers["x-request-id"] == "****"
+    # The command's state files do not hold the cwd either.
+    for dirpath, _, files in os.walk(sbox.run_dir):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    assert TOKEN.encode() not in f.read(), path
+    sbox.call("POST", "/v1/procs/%s/stop" % bg_id)
+
+
+def test_streamed_events_are_masked(sbox):
+    events = stream(sbox, {"cmd": 'printf %s "$TOKEN" | base64 -w 20; printf "%q" "$SPECIAL"',
+                           "note": TOKEN})
+    text = "".join(e.get("data", "") for e in events)
+    assert TOKEN not in json.dumps(events)
+    joined = base64.b64encode(TOKEN.encode()).decode()
+    assert text.startswith("****") and joined[:8] not in text

@@ -46,7 +46,43 @@ static void buf_output(void *ctx, const char *data, size_t len)
 	buf_put(ctx, data, len);
 }
 
-/* The reference: at each start in order, the longest form that matches;
+/* Form i at text[0..n): the length of its occurrence there, 0 when the text
+ * ends inside one (a proper prefix), -1 when there is none. A wrapping form
+ * (base64, hex) may have "\n" or "\r\n" after any of its characters but the
+ * last, a line end at least 8 characters after the one before it. */
+static long occurrence(struct mask_set *set, size_t i, const char *text, size_t n)
+{
+	size_t len;
+	const char *f = mask_set_form(set, i, &len);
+	bool wraps = mask_set_form_wraps(set, i);
+	size_t t = 0, since_break = 0;
+	bool broken = false;
+	for (size_t k = 0; k < len; k++) {
+		/* Before character k: a line end, where one may be. */
+		bool may_break = wraps && k > 0 && (!broken || since_break >= 8);
+		if (may_break && t < n && (text[t] == '\n' || text[t] == '\r')) {
+			if (text[t] == '\r') {
+				if (t + 1 == n)
+					return 0;
+				if (text[t + 1] != '\n')
+					return -1;
+				t++;
+			}
+			t++;
+			broken = true;
+			since_break = 0;
+		}
+		if (t == n)
+			return 0;
+		if (text[t] != f[k])
+			return -1;
+		t++;
+		since_break++;
+	}
+	return (long)t;
+}
+
+/* The reference: at each start in order, the longest occurrence of a form;
  * an occurrence starting inside the current run extends it. */
 static struct buf reference(struct mask_set *set, const char *text, size_t n)
 {
@@ -59,8 +95,11 @@ static struct buf reference(struct mask_set *set, const char *text, size_t n)
 		for (size_t i = 0; i < forms; i++) {
 			size_t len;
 			const char *f = mask_set_form(set, i, &len);
-			if (len <= n - p && len > best && memcmp(text + p, f, len) == 0)
-				best = len;
+			if (f[0] != text[p])
+				continue;
+			long got = occurrence(set, i, text + p, n - p);
+			if (got > 0 && (size_t)got > best)
+				best = (size_t)got;
 		}
 		if (!best)
 			continue;
@@ -80,12 +119,9 @@ static struct buf reference(struct mask_set *set, const char *text, size_t n)
 
 static bool is_proper_prefix_of_form(struct mask_set *set, const char *s, size_t n)
 {
-	for (size_t i = 0; i < mask_set_form_count(set); i++) {
-		size_t len;
-		const char *f = mask_set_form(set, i, &len);
-		if (len > n && memcmp(f, s, n) == 0)
+	for (size_t i = 0; i < mask_set_form_count(set); i++)
+		if (occurrence(set, i, s, n) == 0)
 			return true;
-	}
 	return false;
 }
 
@@ -151,8 +187,21 @@ static void random_cases(int cases)
 			if (what < 2 && forms) {
 				size_t len;
 				const char *f = mask_set_form(set, rnd((uint32_t)forms), &len);
-				/* A whole form, or a cut one (a near miss). */
-				buf_put(&text, f, rnd(4) ? len : rnd((uint32_t)len));
+				/* A whole form, or a cut one (a near miss); now and then
+				 * with line ends inside (wrapped, or too close to be). */
+				size_t cut = rnd(4) ? len : rnd((uint32_t)len);
+				if (rnd(3) == 0) {
+					size_t gap = 1 + rnd(12);
+					for (size_t k = 0; k < cut; k++) {
+						if (k && k % gap == 0) {
+							const char *eol = rnd(2) ? "\n" : "\r\n";
+							buf_put(&text, eol, strlen(eol));
+						}
+						buf_put(&text, f + k, 1);
+					}
+				} else {
+					buf_put(&text, f, cut);
+				}
 			} else {
 				char ch = alpha[rnd((uint32_t)alen)];
 				buf_put(&text, &ch, 1);
@@ -252,6 +301,299 @@ static void check_base64_wrapped(const char *secret, const char *prefix, int wid
 	free(got);
 }
 
+/* Random bytes, every value 0..255 (so quotes, controls, line ends and
+ * non-UTF-8 bytes all turn up). */
+static void random_value(char *v, size_t len)
+{
+	for (size_t k = 0; k < len; k++)
+		v[k] = (char)rnd(256);
+}
+
+/* Random bytes around a value: no line-end bytes, since a "\r" before a
+ * value that starts with "\n" is its "\r\n" form, masked as well. */
+static void random_context(char *v, size_t len)
+{
+	for (size_t k = 0; k < len; k++) {
+		v[k] = (char)rnd(256);
+		if (v[k] == '\r' || v[k] == '\n')
+			v[k] = 'x';
+	}
+}
+
+/* text with `piece` [from, to) of `enc` replaced: the expected output when
+ * exactly those characters make one masked occurrence. `pos` maps a
+ * character of enc to its place in text. */
+static void expect_exact(struct mask_set *set, const char *text, size_t n, size_t start,
+			 size_t end, const char *what, size_t len, size_t offset)
+{
+	struct buf want = { 0 };
+	buf_put(&want, text, start);
+	buf_put(&want, "****", 4);
+	buf_put(&want, text + end, n - end);
+	size_t got_len;
+	char *got = mask_bytes(set, text, n, &got_len);
+	CHECK(got_len == want.len && memcmp(got, want.data, got_len) == 0,
+	      "%s: value of %zu bytes at offset %zu: got\n%.*s\nwant\n%s", what, len, offset,
+	      (int)got_len, got, want.data);
+	free(got);
+	free(want.data);
+}
+
+/* enc wrapped every `width` characters with `eol`, ending with one; pos[i]
+ * receives where enc[i] lands. */
+static struct buf wrap_lines(const char *enc, size_t n, size_t width, const char *eol, size_t *pos)
+{
+	struct buf out = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		if (i && i % width == 0)
+			buf_put(&out, eol, strlen(eol));
+		pos[i] = out.len;
+		buf_put(&out, enc + i, 1);
+	}
+	buf_put(&out, eol, strlen(eol));
+	return out;
+}
+
+/* base64 of prefix + value + suffix, wrapped as base64(1) (76 columns) and
+ * PEM / openssl / base64 -w64 write it, LF and CRLF, for every value length
+ * from 8 to 200 and every offset of the value in the stream (so every
+ * alignment and every column a line break can fall on, the breaks anywhere
+ * inside the value's characters or just beside them): the characters that
+ * depend on the value alone, on however many lines and however short the
+ * piece on a line, make one "****" and nothing else changes; the stream and
+ * one-shot maskers agree with the reference. */
+static void wrapped_base64_cases(void)
+{
+	static const size_t widths[] = { 64, 76 };
+	static const char *const eols[] = { "\n", "\r\n" };
+	char value[200], plain[300], enc[500];
+	size_t pos[500];
+	int checked = 0;
+	for (size_t len = 8; len <= 200; len++) {
+		random_value(value, len);
+		const char *values[] = { value };
+		struct mask_set *set = mask_set_new(values, &len, 1);
+		for (size_t w = 0; w < 2; w++)
+			for (size_t offset = 0; offset < widths[w] / 4 * 3; offset++) {
+				const char *eol = eols[(len + offset) % 2];
+				bool url = (len + offset / 2) % 2;
+				size_t suffix = rnd(3), n = offset + len + suffix;
+				random_context(plain, offset);
+				memcpy(plain + offset, value, len);
+				random_context(plain + offset + len, suffix);
+				base64(plain, n, enc, url);
+				size_t first = (offset * 8 + 5) / 6, last = (offset + len) * 8 / 6;
+				struct buf text = wrap_lines(enc, strlen(enc), widths[w], eol, pos);
+				expect_exact(set, text.data, text.len, pos[first], pos[last - 1] + 1,
+					     url ? "wrapped url-safe base64" : "wrapped base64", len, offset);
+				/* The reference and the stream, for a share of them (the
+				 * reference is slow): every length, each width and line end. */
+				if (offset % 7 == len % 7)
+					check_stream(set, text.data, text.len, (int)(offset % 3));
+				free(text.data);
+				checked++;
+			}
+		mask_set_unref(set);
+	}
+	printf("mask: %d wrapped base64 texts\n", checked);
+}
+
+/* Hex of the value, lower and upper case, unwrapped (Python's .hex()) and
+ * wrapped at 60 (xxd -p), 64 and 76 columns, LF and CRLF, for every value
+ * length from 8 to 200 and every column the value can start at. */
+static void hex_cases(void)
+{
+	static const size_t widths[] = { 0, 60, 64, 76 };
+	char value[200], plain[300], enc[700];
+	size_t pos[700];
+	int checked = 0;
+	for (size_t len = 8; len <= 200; len++) {
+		random_value(value, len);
+		const char *values[] = { value };
+		struct mask_set *set = mask_set_new(values, &len, 1);
+		for (size_t w = 0; w < 4; w++) {
+			size_t offsets = widths[w] ? widths[w] / 2 : 3;
+			for (size_t offset = 0; offset < offsets; offset++) {
+				const char *digits = (len + offset) % 2 ? "0123456789abcdef" : "0123456789ABCDEF";
+				const char *eol = (len + offset / 2) % 2 ? "\n" : "\r\n";
+				size_t suffix = rnd(3), n = offset + len + suffix;
+				random_context(plain, offset);
+				memcpy(plain + offset, value, len);
+				random_context(plain + offset + len, suffix);
+				for (size_t k = 0; k < n; k++) {
+					enc[2 * k] = digits[(unsigned char)plain[k] >> 4];
+					enc[2 * k + 1] = digits[(unsigned char)plain[k] & 15];
+				}
+				enc[2 * n] = 0;
+				struct buf text = wrap_lines(enc, 2 * n, widths[w] ? widths[w] : 100000, eol, pos);
+				expect_exact(set, text.data, text.len, pos[2 * offset],
+					     pos[2 * (offset + len) - 1] + 1, "hex", len, offset);
+				if (offset % 5 == len % 5)
+					check_stream(set, text.data, text.len, (int)(offset % 3));
+				free(text.data);
+				checked++;
+			}
+		}
+		mask_set_unref(set);
+	}
+	printf("mask: %d hex texts\n", checked);
+}
+
+/* Written here independently of the masker's encoders: Python's repr() of
+ * bytes (its choice of quote included), every byte as \xNN (printf, echo -e)
+ * and as octal \NNN, and bash's $'...' (printf %q of a value with control
+ * bytes, in the C locale). */
+static size_t python_bytes_repr(const char *v, size_t len, char *out)
+{
+	bool single = memchr(v, '\'', len) != NULL, dbl = memchr(v, '"', len) != NULL;
+	char quote = single && !dbl ? '"' : '\'';
+	size_t o = 0;
+	out[o++] = 'b';
+	out[o++] = quote;
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)v[k];
+		if (c == quote || c == '\\')
+			o += (size_t)sprintf(out + o, "\\%c", c);
+		else if (c == '\t')
+			o += (size_t)sprintf(out + o, "\\t");
+		else if (c == '\n')
+			o += (size_t)sprintf(out + o, "\\n");
+		else if (c == '\r')
+			o += (size_t)sprintf(out + o, "\\r");
+		else if (c < 0x20 || c >= 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = quote;
+	out[o] = 0;
+	return o;
+}
+
+static size_t bash_ansi_c(const char *v, size_t len, char *out)
+{
+	static const char named_from[] = "\a\b\t\n\v\f\r\x1b\\'";
+	static const char named_to[] = "abtnvfrE\\'";
+	size_t o = 0;
+	o += (size_t)sprintf(out, "$'");
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)v[k];
+		const char *named = c ? strchr(named_from, c) : NULL;
+		if (named)
+			o += (size_t)sprintf(out + o, "\\%c", named_to[named - named_from]);
+		else if (c < 0x20 || c >= 0x7f)
+			o += (size_t)sprintf(out + o, "\\%03o", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '\'';
+	out[o] = 0;
+	return o;
+}
+
+/* bash's printf %q of a value with no control bytes: a backslash before
+ * what the shell would take as syntax; # and ~ only where a word starts. */
+static size_t bash_backslashed(const char *v, size_t len, char *out)
+{
+	size_t o = 0;
+	for (size_t k = 0; k < len; k++) {
+		char c = v[k];
+		bool special = c && strchr(" \t\n'\"\\|&;()<>!{}*[?]^$`,", c);
+		if (c == '#' && k == 0)
+			special = true;
+		if (c == '~' && (k == 0 || v[k - 1] == '=' || v[k - 1] == ':'))
+			special = true;
+		if (special)
+			out[o++] = '\\';
+		out[o++] = c;
+	}
+	out[o] = 0;
+	return o;
+}
+
+/* Go's %q (strconv.Quote) of ASCII text, and C's string literal escapes. */
+static size_t go_quoted(const char *v, size_t len, char *out)
+{
+	static const char named_from[] = "\a\b\f\n\r\t\v\\\"";
+	static const char named_to[] = "abfnrtv\\\"";
+	size_t o = 0;
+	out[o++] = '"';
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)v[k];
+		const char *named = c ? strchr(named_from, c) : NULL;
+		if (named)
+			o += (size_t)sprintf(out + o, "\\%c", named_to[named - named_from]);
+		else if (c < 0x20 || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '"';
+	out[o] = 0;
+	return o;
+}
+
+static void escape_cases(void)
+{
+	char value[200], enc[1000], text[1100];
+	int checked = 0;
+	for (size_t len = 8; len <= 200; len++) {
+		/* Printable text with now and then a quote, backslash or control
+		 * byte, and fully random bytes. */
+		for (int kind = 0; kind < 3; kind++) {
+			random_value(value, len);
+			if (kind == 0)
+				for (size_t k = 0; k < len; k++)
+					if (rnd(8))
+						value[k] = (char)(0x20 + rnd(95));
+			if (kind == 2)	/* printable ASCII: printf %q backslashes it */
+				for (size_t k = 0; k < len; k++)
+					value[k] = (char)(0x20 + rnd(95));
+			const char *values[] = { value };
+			struct mask_set *set = mask_set_new(values, &len, 1);
+			for (int style = 0; style < 7; style++) {
+				size_t n = 0;
+				/* Go's quoting is tried on ASCII values only. */
+				if (style == 6 && kind == 1)
+					continue;
+				switch (style) {
+				case 0: n = python_bytes_repr(value, len, enc); break;
+				case 1: n = bash_ansi_c(value, len, enc); break;
+				case 5: n = kind == 2 ? bash_backslashed(value, len, enc)
+						      : bash_ansi_c(value, len, enc); break;
+				case 6: n = go_quoted(value, len, enc); break;
+				case 2: case 3:
+					for (size_t k = 0; k < len; k++)
+						n += (size_t)sprintf(enc + n, style == 2 ? "\\x%02x" : "\\x%02X",
+								     (unsigned char)value[k]);
+					break;
+				case 4:
+					for (size_t k = 0; k < len; k++)
+						n += (size_t)sprintf(enc + n, "\\%03o", (unsigned char)value[k]);
+					break;
+				}
+				/* The quotes around a repr stay; the inside is the value. */
+				bool dollar = style == 1 || (style == 5 && kind != 2);
+				size_t open = style == 0 || dollar ? 2 : style == 6 ? 1 : 0;
+				size_t close = style == 0 || dollar || style == 6 ? 1 : 0;
+				size_t t = (size_t)sprintf(text, "v=");
+				memcpy(text + t, enc, n);
+				t += n;
+				text[t++] = '\n';
+				expect_exact(set, text, t, 2 + open, 2 + n - close,
+					     style == 0 ? "python repr" : style == 1 ? "bash $'...'" :
+					     style == 5 ? "printf %q" : style == 6 ? "go %q" : "escaped bytes",
+					     len, (size_t)style);
+				if ((len + (size_t)style) % 4 == 0)
+					check_stream(set, text, t, style % 3);
+				checked++;
+			}
+			mask_set_unref(set);
+		}
+	}
+	printf("mask: %d escaped texts\n", checked);
+}
+
 static void named_cases(void)
 {
 	const char *s = "hunter2-correct-horse";
@@ -280,6 +622,19 @@ static void named_cases(void)
 	expect("dollar$secret", "declare -x S=\"dollar\\$secret\"", "declare -x S=\"****\"");
 	expect("line-one\nline-two", "line-one\r\nline-two\r\n", "****\r\n");
 	expect("line-one\r\nline-two", "line-one\nline-two\n", "****\n");
+	/* As bash's printf %q, Python's repr() and xxd -p wrote them. */
+	expect("p@ss w/rd!1$x", "v=p@ss\\ w/rd\\!1\\$x\n", "v=****\n");
+	expect("#~a=~b:~c d", "\\#~a=\\~b:\\~c\\ d", "****");
+	expect("tab\there\nnl\x01\x7f", "v=$'tab\\there\\nnl\\001\\177'", "v=$'****'");
+	expect("\x1b\a\v\b\f it's \\ \"q\"", "$'\\E\\a\\v\\b\\f it\\'s \\\\ \"q\"'", "$'****'");
+	expect("a\x01\x7f\t\xc3\xa9\"'xyz", "'a\\x01\\x7f\\t\xc3\xa9\"\\'xyz'", "'****'");
+	expect("a\x01\x7f\t\xc3\xa9\"'xyz", "b'a\\x01\\x7f\\t\\xc3\\xa9\"\\'xyz'", "b'****'");
+	expect("sk-live-0123456789", "id 736b2d6c6976652d30313233343536373839\n", "id ****\n");
+	expect("sk-live-0123456789", "736B2D6C6976652D30\r\n313233343536373839", "****");
+	expect("sk-live-0123456789", "\\x73\\x6b\\x2d\\x6c\\x69\\x76\\x65\\x2d\\x30\\x31\\x32\\x33\\x34\\x35\\x36\\x37\\x38\\x39", "****");
+	/* A hex run too short to be the value, or a line end too early. */
+	expect("sk-live-0123456789", "736b2d6c6976652d3031323334353637383", "736b2d6c6976652d3031323334353637383");
+	expect("sk-live-0123456789", "736b2d6c6976652d30\n3132\n33343536373839", "736b2d6c6976652d30\n3132\n33343536373839");
 	const char *secrets[] = { "Zq9-secret-value", "abcdefgh", "12345678901", "\xff\xfe\x01binary!!" };
 	const char *prefixes[] = { "", "u", "us", "user:", "user:x" };
 	const char *suffixes[] = { "", "\n", "ab", "xyz" };
@@ -356,6 +711,9 @@ int main(int argc, char **argv)
 	named_cases();
 	stream_cases();
 	random_cases(cases);
+	wrapped_base64_cases();
+	hex_cases();
+	escape_cases();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
