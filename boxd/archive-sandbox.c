@@ -29,6 +29,7 @@ static const char *const extract_calls[] = {
 	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
 	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate", "umask",
 	"rename", "nanosleep", "clock_nanosleep", /* the hash cache, after the upload */
+	"setfsuid", "setfsgid", /* writing as the box user, and back for the hash cache */
 };
 
 /* The diff hashes on threads and may rebuild the hash cache file. clone is
@@ -37,6 +38,7 @@ static const char *const extract_calls[] = {
 static const char *const diff_calls[] = {
 	"set_robust_list", "rseq", "mprotect", "sched_yield", "rt_sigaction",
 	"sched_getaffinity", "ftruncate", "rename", "renameat", "renameat2", "fadvise64",
+	"setfsuid", "setfsgid", /* each thread reads as the box user */
 };
 
 static void report_denied(int signal_number, siginfo_t *info, void *context)
