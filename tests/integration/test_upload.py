@@ -290,6 +290,51 @@ def test_single_request_limit(boxd):
     assert answer.startswith(b"HTTP/1.1 413")
 
 
+def test_single_request_over_the_limit_streamed_chunked(boxd):
+    """The real client streams a first sync as one chunked request, with no
+    length up front. Past the limit boxd answers 413 and closes at once, so
+    the client's writer gets an error instead of blocking on a peer that no
+    longer reads."""
+    import threading
+    import time
+    raw = socket.socket(socket.AF_UNIX)
+    raw.settimeout(30)
+    raw.connect(boxd.socket)
+    raw.sendall(b"POST /v1/sync/upload?dest=app HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"\0" * (1 << 20))
+    outcome = {}
+
+    def writer():
+        sent = 0
+        try:
+            while sent < (1 << 30):           # 1 GiB: far past the limit
+                raw.sendall(chunk)
+                sent += 1 << 20
+            outcome["error"] = None
+        except OSError as error:
+            outcome["error"] = error
+        outcome["sent"] = sent
+
+    started = time.monotonic()
+    thread = threading.Thread(target=writer)
+    thread.start()
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        got = raw.recv(4096)
+        if not got:
+            break
+        answer += got
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the writer is still blocked"
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert isinstance(outcome["error"], (BrokenPipeError, ConnectionResetError)), outcome
+    assert outcome["sent"] < (100 << 20)
+    assert time.monotonic() - started < 20
+    raw.close()
+    assert boxd.request("GET", "/v1/health").status == 200
+
+
 def put_piece(boxd, upload_id, offset, data):
     return boxd.call("PUT", f"/v1/uploads/{upload_id}", data,
                      headers={"Upload-Offset": str(offset), "Content-Type": "application/octet-stream"})
