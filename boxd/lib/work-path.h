@@ -1,8 +1,10 @@
 /* work-path.h: names from outside (dest, path) resolved inside the work dir.
  *
- * A name is first checked literally (safe_path_check), then opened with
- * openat2 and RESOLVE_BENEATH, so neither ".." nor a symbolic link, old or
- * new, can lead outside the directory it is resolved from. */
+ * A name is first checked literally (safe_path_check), so no ".." and no
+ * absolute name leads out. Then either openat2 with RESOLVE_BENEATH (no
+ * symbolic link may lead out either: downloads), or, for sync, the box's
+ * own links are followed as the client follows them (docs/sync.md,
+ * "Symbolic links"). */
 #ifndef BOXD_WORK_PATH_H
 #define BOXD_WORK_PATH_H
 
