@@ -23,9 +23,6 @@ struct archive_extract_options {
 	int dest_fd;      /* the destination directory */
 	int root_fd;      /* "/": where absolute targets of the box's own links start */
 	int input_fd;     /* the tar.gz stream */
-	bool set_owner;   /* chown everything to uid:gid */
-	uid_t uid;
-	gid_t gid;
 	/* Optional: told the name (relative to dest) of each regular file put
 	 * in place, for the hash cache. */
 	void (*on_file)(void *arg, const char *name);

@@ -17,9 +17,10 @@
  * the manifest's memory never weigh on boxd.
  *
  * Before reading a byte of input the worker confines itself: capabilities
- * trimmed to what its job needs (CHOWN, DAC_OVERRIDE, FOWNER to extract as
- * root for the box user; DAC_READ_SEARCH to read any file for a download or
- * a diff),
+ * trimmed to what its job needs (DAC_OVERRIDE, FOWNER to extract as root;
+ * DAC_READ_SEARCH to read any file for a download or a diff; with a
+ * non-root box user, extract and diff then act as that user, which takes
+ * them out of effect),
  * no new privileges, and a seccomp allowlist in which everything else,
  * exec and sockets included, kills the process. If any step of that fails
  * the worker exits: it never runs unconfined.

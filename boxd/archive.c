@@ -178,17 +178,6 @@ static void temporary_name(const char *leaf, char *out, size_t out_size)
 	snprintf(out, out_size, ".%.200s.boxd-%016llx", leaf, nonce);
 }
 
-static void apply_owner(struct extract *extract, int fd, const char *name)
-{
-	if (!extract->options->set_owner)
-		return;
-	if (fd >= 0)
-		(void)!fchown(fd, extract->options->uid, extract->options->gid);
-	else if (name)
-		fchownat(extract->parent_fd, name, extract->options->uid, extract->options->gid,
-			 AT_SYMLINK_NOFOLLOW);
-}
-
 /* Moves `temporary` over `leaf`; a directory in the way is an error. */
 static bool put_in_place(struct extract *extract, const char *temporary, const char *leaf)
 {
@@ -257,8 +246,6 @@ static bool extract_file(struct extract *extract, struct archive_entry *entry, c
 		{.tv_sec = archive_entry_mtime(entry), .tv_nsec = archive_entry_mtime_nsec(entry)},
 	};
 	bool ok = copy_data(extract, fd, entry);
-	if (ok)
-		apply_owner(extract, fd, NULL);
 	if (ok && archive_entry_mtime_is_set(entry))
 		futimens(fd, times);
 	close(fd);
@@ -282,7 +269,6 @@ static bool extract_symlink(struct extract *extract, struct archive_entry *entry
 	temporary_name(leaf, temporary, sizeof temporary);
 	if (symlinkat(target, extract->parent_fd, temporary) < 0)
 		return fail(extract, "creating the symbolic link", errno);
-	apply_owner(extract, -1, temporary);
 	struct stat st;
 	if (fstatat(extract->parent_fd, temporary, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		int error = errno;
@@ -335,7 +321,6 @@ static bool extract_directory(struct extract *extract, struct archive_entry *ent
 	}
 	if (mkdirat(extract->parent_fd, leaf, mode) < 0 && errno != EEXIST)
 		return fail(extract, "creating the directory", errno);
-	apply_owner(extract, -1, leaf);
 	fchmodat(extract->parent_fd, leaf, mode, 0);
 	return true;
 }
