@@ -84,7 +84,8 @@ static void handle_diff(struct api_request *req)
 	}
 	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
 	const char *args[] = {"diff", boxd_config()->work_dir, relative[0] ? relative : ".", limit,
-			      cache, NULL};
+			      cache, "--user", boxd_config()->user ? boxd_config()->user : "root",
+			      NULL};
 	archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
 	free(cache);
 	free(relative);

@@ -27,8 +27,9 @@ static const char *const common_calls[] = {
 
 static const char *const extract_calls[] = {
 	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
-	"fchmod", "fchmodat", "fchown", "fchownat", "utimensat", "ftruncate", "umask",
+	"fchmod", "fchmodat", "utimensat", "ftruncate", "umask",
 	"rename", "nanosleep", "clock_nanosleep", /* the hash cache, after the upload */
+	"setfsuid", "setfsgid", /* writing as the box user, and back for the hash cache */
 };
 
 /* The diff hashes on threads and may rebuild the hash cache file. clone is
@@ -37,6 +38,7 @@ static const char *const extract_calls[] = {
 static const char *const diff_calls[] = {
 	"set_robust_list", "rseq", "mprotect", "sched_yield", "rt_sigaction",
 	"sched_getaffinity", "ftruncate", "rename", "renameat", "renameat2", "fadvise64",
+	"setfsuid", "setfsgid", /* each thread reads as the box user */
 };
 
 static void report_denied(int signal_number, siginfo_t *info, void *context)
@@ -127,10 +129,12 @@ static bool trim_capabilities(const cap_value_t *keep, int count, char *why, siz
 
 bool archive_sandbox_enter(enum archive_sandbox_profile profile, char *why, size_t why_size)
 {
-	static const cap_value_t extract_caps[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER};
+	/* Files belong to the box user because the worker acts as that user
+	 * (archive-worker.c): no chown. */
+	static const cap_value_t extract_caps[] = {CAP_DAC_OVERRIDE, CAP_FOWNER};
 	static const cap_value_t create_caps[] = {CAP_DAC_READ_SEARCH};
 	bool extract = profile == ARCHIVE_SANDBOX_EXTRACT;
-	if (!trim_capabilities(extract ? extract_caps : create_caps, extract ? 3 : 1, why, why_size))
+	if (!trim_capabilities(extract ? extract_caps : create_caps, extract ? 2 : 1, why, why_size))
 		return false;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		snprintf(why, why_size, "cannot set no_new_privs: %s", strerror(errno));

@@ -24,6 +24,16 @@
 
 /* ---- extraction ---- */
 
+/* The symbolic links this extraction made, by device and inode: an entry
+ * may never be written through one of them, wherever it points. */
+struct made_links {
+	struct {
+		dev_t dev;
+		ino_t ino;
+	} *slots;
+	size_t count, capacity; /* capacity: a power of two, or 0 */
+};
+
 struct extract {
 	const struct archive_extract_options *options;
 	struct archive_extract_result *result;
@@ -32,6 +42,7 @@ struct extract {
 	char shown[2 * 128 + 8];   /* the same, printable, for messages */
 	int parent_fd;             /* the entry's directory, or -1 */
 	char parent_path[PATH_LIMIT + 1];
+	struct made_links links;
 };
 
 /* Names are bytes; messages are JSON text: escape what is not printable ASCII. */
@@ -67,37 +78,63 @@ static bool refuse(struct extract *extract, const char *fmt, ...)
 
 static bool fail(struct extract *extract, const char *what, int error)
 {
+	/* The box user may not write there: the caller's to fix, not boxd's. */
+	extract->result->refused = error == EACCES || error == EPERM || error == EROFS;
 	snprintf(extract->result->message, sizeof extract->result->message,
 		 "archive entry \"%s\": %s failed (%s)", extract->shown, what, strerror(error));
 	return false;
 }
 
-/* Opens (creating as needed) the directory `path` below the destination. */
-static int open_directory(struct extract *extract, const char *path)
+static size_t link_slot(const struct made_links *links, dev_t dev, ino_t ino)
 {
-	if (!*path)
-		return dup(extract->options->dest_fd);
-	int fd = work_path_open_beneath(extract->options->dest_fd, path, O_PATH | O_DIRECTORY);
-	if (fd >= 0 || errno != ENOENT)
-		return fd;
-	char partial[PATH_LIMIT + 1];
-	int dir_fd = dup(extract->options->dest_fd);
-	for (const char *start = path; dir_fd >= 0 && *start;) {
-		const char *slash = strchr(start, '/');
-		size_t length = slash ? (size_t)(slash - start) : strlen(start);
-		memcpy(partial, start, length);
-		partial[length] = '\0';
-		if (mkdirat(dir_fd, partial, 0755) == 0 && extract->options->set_owner)
-			fchownat(dir_fd, partial, extract->options->uid, extract->options->gid,
-				 AT_SYMLINK_NOFOLLOW);
-		int next = work_path_open_beneath(dir_fd, partial, O_PATH | O_DIRECTORY);
-		int saved = errno;
-		close(dir_fd);
-		errno = saved;
-		dir_fd = next;
-		start = slash ? slash + 1 : start + length;
+	size_t mask = links->capacity - 1;
+	size_t index = (size_t)((ino * 0x9e3779b97f4a7c15ull) ^ dev) & mask;
+	while (links->slots[index].ino && !(links->slots[index].ino == ino &&
+					     links->slots[index].dev == dev))
+		index = (index + 1) & mask;
+	return index;
+}
+
+static void remember_link(struct made_links *links, dev_t dev, ino_t ino)
+{
+	if (2 * (links->count + 1) > links->capacity) {
+		struct made_links bigger = {.capacity = links->capacity ? 2 * links->capacity : 64};
+		bigger.slots = xcalloc(bigger.capacity, sizeof *bigger.slots);
+		for (size_t i = 0; i < links->capacity; i++)
+			if (links->slots[i].ino) {
+				size_t slot = link_slot(&bigger, links->slots[i].dev, links->slots[i].ino);
+				bigger.slots[slot] = links->slots[i];
+				bigger.count++;
+			}
+		free(links->slots);
+		*links = bigger;
 	}
-	return dir_fd;
+	size_t slot = link_slot(links, dev, ino);
+	if (!links->slots[slot].ino) {
+		links->slots[slot].dev = dev;
+		links->slots[slot].ino = ino;
+		links->count++;
+	}
+}
+
+static bool made_by_this_archive(void *arg, const struct stat *link)
+{
+	const struct made_links *links = arg;
+	return links->capacity && links->slots[link_slot(links, link->st_dev, link->st_ino)].ino;
+}
+
+/* Opens (creating the entry's own missing directories) the directory
+ * `path` below the destination. Symbolic links the box already had are
+ * followed as GNU tar follows them; one this archive made is refused. */
+static int open_directory(struct extract *extract, const char *path, bool create)
+{
+	struct work_path_walk how = {
+		.root_fd = extract->options->root_fd,
+		.create = create,
+		.refuse_link = made_by_this_archive,
+		.arg = &extract->links,
+	};
+	return work_path_walk(extract->options->dest_fd, path, &how);
 }
 
 /* Points extract->parent_fd at the entry's directory; keeps it open for the
@@ -116,12 +153,16 @@ static bool enter_parent(struct extract *extract, const char **leaf)
 		return true;
 	if (extract->parent_fd >= 0)
 		close(extract->parent_fd);
-	extract->parent_fd = open_directory(extract, parent);
+	extract->parent_fd = open_directory(extract, parent, true);
 	if (extract->parent_fd < 0) {
-		if (errno == EXDEV || errno == ELOOP)
-			return refuse(extract, "leads outside dest through a symbolic link");
+		if (errno == EXDEV)
+			return refuse(extract, "is below a symbolic link the archive itself made");
+		if (errno == ELOOP)
+			return refuse(extract, "is below too many symbolic links");
 		if (errno == ENOTDIR)
 			return refuse(extract, "is below something that is not a directory in dest");
+		if (errno == ENOENT)
+			return refuse(extract, "is below a symbolic link to nothing");
 		return fail(extract, "opening its directory", errno);
 	}
 	strcpy(extract->parent_path, parent);
@@ -135,17 +176,6 @@ static void temporary_name(const char *leaf, char *out, size_t out_size)
 	if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) < 0)
 		nonce = (unsigned long long)getpid();
 	snprintf(out, out_size, ".%.200s.boxd-%016llx", leaf, nonce);
-}
-
-static void apply_owner(struct extract *extract, int fd, const char *name)
-{
-	if (!extract->options->set_owner)
-		return;
-	if (fd >= 0)
-		(void)!fchown(fd, extract->options->uid, extract->options->gid);
-	else if (name)
-		fchownat(extract->parent_fd, name, extract->options->uid, extract->options->gid,
-			 AT_SYMLINK_NOFOLLOW);
 }
 
 /* Moves `temporary` over `leaf`; a directory in the way is an error. */
@@ -216,8 +246,6 @@ static bool extract_file(struct extract *extract, struct archive_entry *entry, c
 		{.tv_sec = archive_entry_mtime(entry), .tv_nsec = archive_entry_mtime_nsec(entry)},
 	};
 	bool ok = copy_data(extract, fd, entry);
-	if (ok)
-		apply_owner(extract, fd, NULL);
 	if (ok && archive_entry_mtime_is_set(entry))
 		futimens(fd, times);
 	close(fd);
@@ -241,7 +269,13 @@ static bool extract_symlink(struct extract *extract, struct archive_entry *entry
 	temporary_name(leaf, temporary, sizeof temporary);
 	if (symlinkat(target, extract->parent_fd, temporary) < 0)
 		return fail(extract, "creating the symbolic link", errno);
-	apply_owner(extract, -1, temporary);
+	struct stat st;
+	if (fstatat(extract->parent_fd, temporary, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		int error = errno;
+		unlinkat(extract->parent_fd, temporary, 0);
+		return fail(extract, "checking the symbolic link", error);
+	}
+	remember_link(&extract->links, st.st_dev, st.st_ino);
 	return put_in_place(extract, temporary, leaf);
 }
 
@@ -257,10 +291,12 @@ static bool extract_hardlink(struct extract *extract, const char *target_name, c
 	const char *target_leaf = slash ? slash + 1 : target;
 	if (slash)
 		*slash = '\0';
-	int target_dir = slash ? work_path_open_beneath(extract->options->dest_fd, target, O_PATH | O_DIRECTORY)
+	int target_dir = slash ? open_directory(extract, target, false)
 			       : dup(extract->options->dest_fd);
+	if (target_dir < 0 && errno == EXDEV)
+		return refuse(extract, "is a hard link below a symbolic link the archive itself made");
 	if (target_dir < 0)
-		return refuse(extract, "is a hard link to something not inside dest");
+		return refuse(extract, "is a hard link to a file not in dest");
 	char temporary[256];
 	temporary_name(leaf, temporary, sizeof temporary);
 	/* Flags 0: a symbolic link as target is linked itself, never followed. */
@@ -285,7 +321,6 @@ static bool extract_directory(struct extract *extract, struct archive_entry *ent
 	}
 	if (mkdirat(extract->parent_fd, leaf, mode) < 0 && errno != EEXIST)
 		return fail(extract, "creating the directory", errno);
-	apply_owner(extract, -1, leaf);
 	fchmodat(extract->parent_fd, leaf, mode, 0);
 	return true;
 }
@@ -360,6 +395,7 @@ bool archive_extract(const struct archive_extract_options *options,
 	}
 	if (extract.parent_fd >= 0)
 		close(extract.parent_fd);
+	free(extract.links.slots);
 	archive_read_free(extract.archive);
 	return ok;
 }

@@ -3,10 +3,13 @@
  * libarchive never runs inside boxd itself.
  *
  * Extraction is secure by construction: every name is checked literally
- * (safe_path_check), every directory is opened with openat2 and
- * RESOLVE_BENEATH from the destination, so neither "..", an absolute name,
- * nor a symbolic link (old or just extracted) can lead a write outside it.
- * Device nodes, fifos and sockets are refused. Each file is written under a
+ * (safe_path_check), so neither ".." nor an absolute name can lead out, and
+ * every directory is walked one component at a time from the destination
+ * (work_path_walk): a symbolic link this archive made is never followed
+ * (the classic tar attack), one the box already had is the user's own
+ * layout and is followed as GNU tar follows it. The worker writes as the box
+ * user (archive-worker.c), so a link to elsewhere reaches only what that user
+ * could write anyway. Device nodes, fifos and sockets are refused. Each file is written under a
  * temporary name beside its final one and renamed into place once complete,
  * so a failure never leaves a half-written file where a good one was. */
 #ifndef BOXD_ARCHIVE_H
@@ -18,10 +21,8 @@
 
 struct archive_extract_options {
 	int dest_fd;      /* the destination directory */
+	int root_fd;      /* "/": where absolute targets of the box's own links start */
 	int input_fd;     /* the tar.gz stream */
-	bool set_owner;   /* chown everything to uid:gid */
-	uid_t uid;
-	gid_t gid;
 	/* Optional: told the name (relative to dest) of each regular file put
 	 * in place, for the hash cache. */
 	void (*on_file)(void *arg, const char *name);

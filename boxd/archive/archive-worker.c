@@ -4,9 +4,11 @@
  *
  *   boxd-archive extract WORK_DIR DEST [--user NAME] [--cache FILE]  tar.gz on stdin
  *   boxd-archive create WORK_DIR PATH                  tar.gz on stdout
- *   boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE   manifest on stdin
+ *   boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE [--user NAME]  manifest on stdin
  *
- * DEST and PATH are relative to WORK_DIR and may not leave it. extract
+ * DEST and PATH are relative to WORK_DIR and may not leave it by name;
+ * extract and diff follow symbolic links the box already has wherever they
+ * lead, with the box user's file-system identity (box_user_act). extract
  * prints one JSON line on stdout: {"ok":true,"files":N,"bytes":N} or
  * {"error":{"code":"bad_request"|"internal","message":...}}; diff prints
  * the API's answer ({"changed":[...]} or {"all":true}) or such an error;
@@ -15,21 +17,24 @@
  * the manifest's memory never weigh on boxd.
  *
  * Before reading a byte of input the worker confines itself: capabilities
- * trimmed to what its job needs (CHOWN, DAC_OVERRIDE, FOWNER to extract as
- * root for the box user; DAC_READ_SEARCH to read any file for a download or
- * a diff),
+ * trimmed to what its job needs (DAC_OVERRIDE, FOWNER to extract as root;
+ * DAC_READ_SEARCH to read any file for a download or a diff; with a
+ * non-root box user, extract and diff then act as that user, which takes
+ * them out of effect),
  * no new privileges, and a seccomp allowlist in which everything else,
  * exec and sockets included, kills the process. If any step of that fails
  * the worker exits: it never runs unconfined.
  * BOXD_ARCHIVE_SECCOMP_DEBUG=1 turns a kill into a message naming the call. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,7 +51,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: boxd-archive extract WORK_DIR DEST [--user NAME] [--cache FILE]\n"
 			"       boxd-archive create WORK_DIR PATH\n"
-			"       boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE\n");
+			"       boxd-archive diff WORK_DIR DEST LIMIT CACHE_FILE [--user NAME]\n");
 	return 2;
 }
 
@@ -69,8 +74,62 @@ static void print_result(bool ok, const struct archive_extract_result *result)
 	cJSON_Delete(json);
 }
 
-/* Opens WORK_DIR/DEST, creating DEST's missing directories. */
-static int open_dest(int work_fd, const char *dest, struct archive_extract_result *result)
+/* The box user (--user) when the worker runs as root for a user who is
+ * not: it then touches the work dir with that user's file-system identity
+ * (setfsuid/setfsgid, which also takes the file capabilities out of effect),
+ * so a symbolic link of the box's own layout leads a read or a write only
+ * where that user could go anyway: the same as tar or node run as the user. */
+struct box_user {
+	bool act_as; /* false: the worker's own identity is the box user's */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Before the sandbox: the user's groups, and the user as saved uid and gid
+ * so that setfsuid/setfsgid may name them with no capability left. */
+static bool box_user_prepare(const char *user, struct box_user *box_user, char *message,
+			     size_t message_size)
+{
+	memset(box_user, 0, sizeof *box_user);
+	if (!user || geteuid() != 0)
+		return true;
+	struct passwd *entry = getpwnam(user);
+	if (!entry) {
+		snprintf(message, message_size, "the box user %s does not exist", user);
+		return false;
+	}
+	if (entry->pw_uid == 0)
+		return true;
+	box_user->act_as = true;
+	box_user->uid = entry->pw_uid;
+	box_user->gid = entry->pw_gid;
+	if (initgroups(entry->pw_name, entry->pw_gid) < 0 ||
+	    setresgid((gid_t)-1, (gid_t)-1, entry->pw_gid) < 0 ||
+	    setresuid((uid_t)-1, (uid_t)-1, entry->pw_uid) < 0) {
+		snprintf(message, message_size, "cannot take the box user's identity: %s",
+			 strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* Switches this thread to the box user's file-system identity (or back). */
+static bool box_user_act(const struct box_user *box_user, bool as_user)
+{
+	if (!box_user->act_as)
+		return true;
+	uid_t uid = as_user ? box_user->uid : 0;
+	gid_t gid = as_user ? box_user->gid : 0;
+	setfsgid(gid);
+	setfsuid(uid);
+	return setfsuid((uid_t)-1) == (int)uid && setfsgid((gid_t)-1) == (int)gid;
+}
+
+/* Opens WORK_DIR/DEST, creating DEST's missing directories. A dest that is
+ * (or passes through) a symbolic link the box has is followed wherever it
+ * leads, as tar -C and mkdir -p follow it. */
+static int open_dest(int work_fd, int root_fd, const char *dest,
+		     struct archive_extract_result *result)
 {
 	const char *why = NULL;
 	char *relative = work_path_relative("/", dest[0] == '/' ? dest + 1 : dest, &why);
@@ -79,17 +138,13 @@ static int open_dest(int work_fd, const char *dest, struct archive_extract_resul
 		result->refused = true;
 		return -1;
 	}
-	int dir_fd = dup(work_fd);
-	for (char *part = strtok(relative, "/"); part && dir_fd >= 0; part = strtok(NULL, "/")) {
-		mkdirat(dir_fd, part, 0755);
-		int next = work_path_open(dir_fd, "/", part, &why);
-		close(dir_fd);
-		dir_fd = next;
-	}
+	struct work_path_walk how = {.root_fd = root_fd, .create = true};
+	int dir_fd = work_path_walk(work_fd, relative, &how);
 	if (dir_fd < 0) {
 		snprintf(result->message, sizeof result->message,
-			 "dest cannot be made a directory inside the work dir (%s)", strerror(errno));
-		result->refused = errno == EXDEV || errno == ENOTDIR || errno == ELOOP;
+			 "dest cannot be made a directory (%s)", strerror(errno));
+		result->refused = errno == ENOTDIR || errno == ELOOP || errno == ENOENT ||
+				  errno == EACCES;
 	}
 	free(relative);
 	return dir_fd;
@@ -144,28 +199,29 @@ static int run_extract(int work_fd, const char *dest, const char *user, const ch
 	struct written written = {0};
 	struct archive_extract_options options = {
 		.input_fd = 0, .on_file = note_written, .on_file_arg = &written,
+		.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC),
 	};
-	if (user && geteuid() == 0) {
-		struct passwd *entry = getpwnam(user);
-		if (!entry) {
-			snprintf(result.message, sizeof result.message, "the box user %s does not exist", user);
-			print_result(false, &result);
-			return 1;
-		}
-		options.set_owner = entry->pw_uid != 0 || entry->pw_gid != 0;
-		options.uid = entry->pw_uid;
-		options.gid = entry->pw_gid;
+	struct box_user box_user;
+	if (!box_user_prepare(user, &box_user, result.message, sizeof result.message)) {
+		print_result(false, &result);
+		return 1;
 	}
-	options.dest_fd = open_dest(work_fd, dest, &result);
-	struct hash_cache *cache = cache_path && options.dest_fd >= 0 ? hash_cache_open(cache_path) : NULL;
+	struct hash_cache *cache = cache_path ? hash_cache_open(cache_path) : NULL;
 	char why[256];
-	if (options.dest_fd >= 0 && !archive_sandbox_enter(ARCHIVE_SANDBOX_EXTRACT, why, sizeof why)) {
+	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_EXTRACT, why, sizeof why)) {
 		snprintf(result.message, sizeof result.message, "the archive sandbox failed: %s", why);
 		print_result(false, &result);
 		return 1;
 	}
+	if (!box_user_act(&box_user, true)) {
+		snprintf(result.message, sizeof result.message, "cannot act as the box user %s", user);
+		print_result(false, &result);
+		return 1;
+	}
+	options.dest_fd = open_dest(work_fd, options.root_fd, dest, &result);
 	bool ok = options.dest_fd >= 0 && archive_extract(&options, &result);
-	if (ok)
+	/* The hash cache lives in RUN_DIR, which is boxd's, not the user's. */
+	if (ok && box_user_act(&box_user, false))
 		remember_written(options.dest_fd, &written, result.bytes, cache);
 	hash_cache_close(cache);
 	print_result(ok, &result);
@@ -234,19 +290,35 @@ static char *read_all(int fd, size_t *length)
 	return data;
 }
 
-static int run_diff(int work_fd, const char *dest, const char *limit_text, const char *cache_path)
+static int run_diff(int work_fd, const char *dest, const char *limit_text, const char *cache_path,
+		    const char *user)
 {
 	const char *why = NULL;
-	int dest_fd = work_path_open(work_fd, "/", dest[0] == '/' ? dest + 1 : dest, &why);
-	if (dest_fd < 0 && errno != ENOENT && errno != ENOTDIR) {
+	char *relative = work_path_relative("/", dest[0] == '/' ? dest + 1 : dest, &why);
+	if (!relative) {
 		char message[256];
-		snprintf(message, sizeof message, "dest %s", why ? why : "leads outside the work dir");
+		snprintf(message, sizeof message, "dest %s", why);
 		print_error("bad_request", message);
 		return 1;
 	}
+	struct box_user box_user;
+	char message[256];
+	if (!box_user_prepare(user, &box_user, message, sizeof message)) {
+		print_error("internal", message);
+		return 1;
+	}
+	/* Read through the box's own links wherever they lead, as the client's
+	 * compare (node, run as the box user) reads: a dest that is missing, a
+	 * dangling link or a loop answers all; one that is not a directory
+	 * makes every entry differ. */
+	box_user_act(&box_user, true);
+	int dest_fd = work_path_open_following(work_fd, relative[0] ? relative : ".", O_PATH);
+	box_user_act(&box_user, false);
+	free(relative);
+	if (box_user.act_as)
+		sync_read_as(box_user.uid, box_user.gid);
 	struct hash_cache *cache = hash_cache_open(cache_path);
 	sync_map_files();
-	char message[256];
 	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_DIFF, message, sizeof message)) {
 		print_error("internal", message);
 		return 1;
@@ -296,6 +368,8 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "create") == 0)
 		return run_create(work_fd, argv[3]);
 	if (strcmp(argv[1], "diff") == 0 && argc == 6)
-		return run_diff(work_fd, argv[3], argv[4], argv[5]);
+		return run_diff(work_fd, argv[3], argv[4], argv[5], NULL);
+	if (strcmp(argv[1], "diff") == 0 && argc == 8 && strcmp(argv[6], "--user") == 0)
+		return run_diff(work_fd, argv[3], argv[4], argv[5], argv[7]);
 	return usage();
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,6 +42,7 @@ struct diff_job {
 	atomic_size_t next;
 	atomic_ulong changed, hashed, cache_hits;
 	atomic_bool over_limit;
+	atomic_bool identity_failed;
 };
 
 /* Files at least this big are hashed from a mapping of the page cache,
@@ -48,6 +50,30 @@ struct diff_job {
 #define MAP_THRESHOLD (32u * 1024)
 
 static bool map_files;
+
+/* The box user's identity for reading (sync_read_as), when set. */
+static bool read_as_user;
+static uid_t read_uid;
+static gid_t read_gid;
+
+void sync_read_as(uid_t uid, gid_t gid)
+{
+	read_as_user = true;
+	read_uid = uid;
+	read_gid = gid;
+}
+
+/* setfsuid and setfsgid act on the calling thread only. */
+static bool read_identity(bool as_user)
+{
+	if (!read_as_user)
+		return true;
+	uid_t uid = as_user ? read_uid : 0;
+	gid_t gid = as_user ? read_gid : 0;
+	setfsgid(gid);
+	setfsuid(uid);
+	return setfsuid((uid_t)-1) == (int)uid && setfsgid((gid_t)-1) == (int)gid;
+}
 static __thread sigjmp_buf *bus_error_jump;
 
 /* A mapped file truncated under us faults with SIGBUS: that file differs. */
@@ -167,13 +193,19 @@ static int parent_for(struct diff_job *job, struct parent_dir *parent, const cha
 	free(parent->path);
 	parent->path = xstrndup(path, length);
 	parent->length = length;
-	parent->fd = work_path_open_beneath(job->dest_fd, parent->path, O_PATH | O_DIRECTORY);
+	/* Through the box's own directory links, wherever they lead. */
+	parent->fd = work_path_open_following(job->dest_fd, parent->path, O_PATH | O_DIRECTORY);
 	return parent->fd;
 }
 
 static void *diff_worker(void *arg)
 {
 	struct diff_job *job = arg;
+	if (!read_identity(true)) {
+		atomic_store(&job->identity_failed, true);
+		read_identity(false);
+		return NULL;
+	}
 	void *buffer = xmalloc(READ_BUFFER_SIZE);
 	struct parent_dir parent = {.fd = -1};
 	for (;;) {
@@ -199,6 +231,7 @@ static void *diff_worker(void *arg)
 		close(parent.fd);
 	free(parent.path);
 	free(buffer);
+	read_identity(false);
 	return NULL;
 }
 
@@ -303,7 +336,13 @@ void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned lo
 			for (int i = 0; i < started; i++)
 				pthread_join(helpers[i], NULL);
 		}
-		build_answer(&job, result);
+		if (atomic_load(&job.identity_failed)) {
+			result->status = SYNC_FAILED;
+			snprintf(result->message, sizeof result->message,
+				 "the diff could not take the box user's identity");
+		} else {
+			build_answer(&job, result);
+		}
 	}
 	result->entries = job.entry_count;
 	result->hashed = atomic_load(&job.hashed);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -29,8 +30,14 @@ struct sync_diff_result {
  * diff worker only, never for boxd. */
 void sync_map_files(void);
 
+/* Makes the diff's threads read with this file-system identity (the box
+ * user's): needs a root process whose saved uid and gid are these. */
+void sync_read_as(uid_t uid, gid_t gid);
+
 /* Compares `manifest` (API.md's format, `length` bytes) with the files under
- * `dest_fd`. A negative `dest_fd` means dest does not exist (answer all).
+ * `dest_fd` (entries' directories resolve through the box's own links,
+ * wherever they lead; a dest_fd that is not a directory makes every entry
+ * differ). A negative `dest_fd` means dest does not exist (answer all).
  * More than `limit` differing entries answer {"all": true}. `cache` may be
  * NULL. Uses up to `threads` threads (the caller's included). */
 void sync_diff_run(int dest_fd, const char *manifest, size_t length, unsigned long limit,

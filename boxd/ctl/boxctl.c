@@ -13,18 +13,21 @@ extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
 extern const struct ctl_command ctl_screen_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
+extern const struct ctl_command ctl_env_commands[];
 extern const struct ctl_command ctl_sync_commands[];
 extern const struct ctl_command ctl_files_commands[];
 
+/* In the order of the API's areas, as `boxctl --help` lists them. */
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
-	ctl_steps_commands,
 	ctl_exec_commands,
 	ctl_procs_commands,
-	ctl_screen_commands,
 	ctl_secrets_commands,
+	ctl_env_commands,
+	ctl_screen_commands,
 	ctl_sync_commands,
 	ctl_files_commands,
+	ctl_steps_commands,
 	NULL,
 };
 
@@ -33,8 +36,11 @@ static const struct ctl_command *const command_tables[] = {
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: boxctl [--socket PATH] [--json] COMMAND [ARGS...]\n\n"
-		     "Talks to boxd over its unix socket (--socket, else $BOXD_SOCKET, else %s).\n"
-		     "Exit status: 0 success, 1 boxd answered with an error, 2 usage error.\n\ncommands:\n",
+		     "Talks to boxd over its unix socket: --socket, else $BOXD_SOCKET,\n"
+		     "else %s. --json (before or after the command) prints\n"
+		     "the API's JSON instead of text. Exit status: 0 success, 1 boxd answered\n"
+		     "with an error, 2 usage error; exec exits with the command's status.\n\n"
+		     "commands:\n",
 		DEFAULT_SOCKET);
 	for (const struct ctl_command *const *table = command_tables; *table; table++) {
 		for (const struct ctl_command *command = *table; command->name; command++)

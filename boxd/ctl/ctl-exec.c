@@ -1,5 +1,6 @@
 /* ctl-exec.c: boxctl exec. Streams the command's output as it comes and
  * exits with the command's status. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,15 +85,46 @@ static bool on_data(void *arg, const char *data, size_t length)
 	return true;
 }
 
+#define EXEC_USAGE "usage: boxctl exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] [--json] -- CMD..."
+
+/* boxctl's stdin, for the command: read to its end unless it is a terminal
+ * or -n was given. The API takes it as text, so a NUL byte is refused. */
+static bool add_stdin(cJSON *body, int *usage)
+{
+	if (isatty(STDIN_FILENO))
+		return true;
+	size_t length;
+	char *data = ctl_read_all(STDIN_FILENO, &length);
+	if (!data) {
+		if (errno == EBADF)
+			return true; /* no stdin at all */
+		*usage = ctl_usage_error("exec", "cannot read stdin: %s", strerror(errno));
+		return false;
+	}
+	if (memchr(data, '\0', length)) {
+		free(data);
+		*usage = ctl_usage_error("exec", "stdin holds a NUL byte; the API takes stdin as text "
+					 "(use -n to pass none)");
+		return false;
+	}
+	if (length)
+		cJSON_AddStringToObject(body, "stdin", data);
+	free(data);
+	return true;
+}
+
 static cJSON *parse_options(int argc, char **argv, bool *background, int *usage)
 {
 	cJSON *body = cJSON_CreateObject();
 	cJSON *env = NULL;
+	bool no_stdin = false;
 	int i = 1;
 	for (; i < argc && strcmp(argv[i], "--"); i++) {
 		const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(arg, "--bg"))
 			*background = true;
+		else if (!strcmp(arg, "-n") || !strcmp(arg, "--no-stdin"))
+			no_stdin = true;
 		else if (!strcmp(arg, "--cwd") && value)
 			cJSON_AddStringToObject(body, "cwd", argv[++i]);
 		else if (!strcmp(arg, "--timeout") && value)
@@ -105,8 +137,7 @@ static cJSON *parse_options(int argc, char **argv, bool *background, int *usage)
 			free(name);
 			i++;
 		} else if (arg[0] == '-') {
-			*usage = ctl_usage_error("exec", "unexpected `%s` (usage: boxctl exec [--cwd D] "
-						 "[--timeout S] [--env K=V]... [--bg] [--json] -- CMD...)", arg);
+			*usage = ctl_usage_error("exec", "unexpected `%s` (" EXEC_USAGE ")", arg);
 			cJSON_Delete(body);
 			return NULL;
 		} else
@@ -132,6 +163,10 @@ static cJSON *parse_options(int argc, char **argv, bool *background, int *usage)
 	free(cmd);
 	if (*background)
 		cJSON_AddTrueToObject(body, "background");
+	if (!no_stdin && !add_stdin(body, usage)) {
+		cJSON_Delete(body);
+		return NULL;
+	}
 	return body;
 }
 
@@ -152,8 +187,45 @@ static int run_plain(struct ctl *ctl, cJSON *body, bool background)
 	return code;
 }
 
+/* boxctl exec --show ID: GET /v1/exec/{id}. An ended command's output is
+ * written as it was and its status is boxctl's; a running one is said so. */
+static int run_show(struct ctl *ctl, int argc, char **argv)
+{
+	if (argc != 3)
+		return ctl_usage_error("exec", "usage: boxctl exec --show ID");
+	char *encoded = ctl_url_encode(argv[2]);
+	char *path = xasprintf("/v1/exec/%s", encoded);
+	free(encoded);
+	cJSON *answer;
+	int status = ctl_call(ctl, "GET", path, NULL, &answer);
+	free(path);
+	if (status != CTL_OK)
+		return status;
+	if (ctl_print_json(ctl, answer)) {
+		cJSON_Delete(answer);
+		return CTL_OK;
+	}
+	const char *state = cJSON_GetStringValue(cJSON_GetObjectItem(answer, "state"));
+	const char *out = cJSON_GetStringValue(cJSON_GetObjectItem(answer, "stdout"));
+	const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(answer, "stderr"));
+	const char *log = cJSON_GetStringValue(cJSON_GetObjectItem(answer, "logPath"));
+	if (out)
+		write_all(STDOUT_FILENO, out);
+	if (err)
+		write_all(STDERR_FILENO, err);
+	int code = CTL_OK;
+	if (state && !strcmp(state, "running"))
+		fprintf(stderr, "boxctl: %s is still running; log %s\n", argv[2], log ? log : "?");
+	else
+		code = status_of(answer);
+	cJSON_Delete(answer);
+	return code;
+}
+
 static int run_exec(struct ctl *ctl, int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--show"))
+		return run_show(ctl, argc, argv);
 	bool background = false;
 	int usage = CTL_USAGE;
 	cJSON *body = parse_options(argc, argv, &background, &usage);
@@ -194,7 +266,10 @@ static int run_exec(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_exec_commands[] = {
-	{"exec", "  exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [--json] -- CMD...\n"
-		 "                              run a command; exits with its status", run_exec},
+	{"exec", "  exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] -- CMD...\n"
+		 "                              run a command with boxctl's stdin (none with -n or\n"
+		 "                              from a terminal); exits with its status\n"
+		 "  exec --show ID              a command's state and output, running or ended",
+	 run_exec},
 	{0},
 };

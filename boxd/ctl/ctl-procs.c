@@ -1,4 +1,4 @@
-/* ctl-procs.c: boxctl procs ls | show | wait | stop | log. */
+/* ctl-procs.c: boxctl procs ls | show | wait | stop | log | rm. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +149,18 @@ static int run_procs(struct ctl *ctl, int argc, char **argv)
 		return call_and_show(ctl, "GET", id, "", NULL);
 	if (!strcmp(verb, "log"))
 		return run_log(ctl, argc, argv);
+	if (!strcmp(verb, "rm")) {
+		if (argc != 3)
+			return ctl_usage_error("procs", "usage: boxctl procs rm ID");
+		char *path = proc_path(id, "");
+		cJSON *answer = NULL;
+		int status = ctl_call(ctl, "DELETE", path, NULL, &answer);
+		free(path);
+		if (status == CTL_OK && !(answer && ctl_print_json(ctl, answer)))
+			printf("forgot %s (its log stays)\n", id);
+		cJSON_Delete(answer);
+		return status;
+	}
 	cJSON *body = cJSON_CreateObject();
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
@@ -165,12 +177,18 @@ static int run_procs(struct ctl *ctl, int argc, char **argv)
 	if (!strcmp(verb, "wait") || !strcmp(verb, "stop"))
 		return call_and_show(ctl, "POST", id, !strcmp(verb, "wait") ? "/wait" : "/stop", body);
 	cJSON_Delete(body);
-	return ctl_usage_error("procs", "unknown `%s`: ls, show, wait, stop or log", verb);
+	return ctl_usage_error("procs", "unknown `%s`: ls, show, wait, stop, log or rm", verb);
 }
 
 const struct ctl_command ctl_procs_commands[] = {
-	{"procs", "  procs [ls] | procs show ID | procs wait ID [--timeout S]\n"
-		  "  procs stop ID [--signal S] [--grace S] | procs log ID [--tail N] [--follow]\n"
-		  "                              background commands", run_procs},
+	{"procs", "  procs [ls]                  background commands\n"
+		  "  procs show ID               one of them\n"
+		  "  procs wait ID [--timeout S]\n"
+		  "                              until it ends, or the wait runs out\n"
+		  "  procs stop ID [--signal S] [--grace S]\n"
+		  "                              signal its whole tree, SIGKILL after the grace\n"
+		  "  procs log ID [--tail N] [--follow]\n"
+		  "                              its log (masked)\n"
+		  "  procs rm ID                 forget an ended one (its log file stays)", run_procs},
 	{0},
 };

@@ -257,11 +257,18 @@ static int run_record(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_screen_commands[] = {
-	{ "shot", "shot [-o FILE|-] [--scale F] [--jpeg] [--quality N] [--region X,Y,W,H] [--no-cursor]",
+	{ "shot", "  shot [-o FILE|-] [--scale F] [--jpeg] [--quality N] [--region X,Y,W,H]\n"
+		  "       [--no-cursor]\n"
+		  "                              a screenshot (to shot.png; -o - for stdout)",
 	  run_shot },
-	{ "input", "input ACTION...   move X Y | click [BUTTON] [N] | down|up [BUTTON] | scroll DY [DX]\n"
-		   "                  | drag X1 Y1 X2 Y2 | type TEXT | key COMBO | wait MS",
+	{ "input", "  input ACTION...             mouse and keyboard, in order; ACTION is one of\n"
+		   "                              move X Y | click [BUTTON] [N] | down|up [BUTTON]\n"
+		   "                              | scroll DY [DX] | drag X1 Y1 X2 Y2 | type TEXT\n"
+		   "                              | key COMBO | wait MS",
 	  run_input },
-	{ "record", "record start [--fps N] [--max-sec N] | record stop | record status", run_record },
+	{ "record", "  record start [--fps N] [--max-sec N]\n"
+		    "                              record the screen to an MP4 under WORK/.sbx\n"
+		    "  record stop                 end it: path, length, frames, size\n"
+		    "  record [status]             the recording in progress, if any", run_record },
 	{ 0 },
 };

@@ -2,10 +2,13 @@
  * errors the same way. */
 #include "ctl.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -54,13 +57,21 @@ static void print_api_error(const struct client_response *response)
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const cJSON *body,
 	     cJSON **answer)
 {
+	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	int status = ctl_call_body(ctl, method, path, text ? "application/json" : NULL, text,
+				   text ? strlen(text) : 0, answer);
+	free(text);
+	return status;
+}
+
+int ctl_call_body(struct ctl *ctl, const char *method, const char *path,
+		  const char *content_type, const void *body, size_t body_length, cJSON **answer)
+{
 	if (answer)
 		*answer = NULL;
-	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
 	struct client_response response;
-	int status = ctl_call_raw(ctl, method, path, text ? "application/json" : NULL, text,
-				  text ? strlen(text) : 0, NULL, &response);
-	free(text);
+	int status = ctl_call_raw(ctl, method, path, content_type, body, body_length, NULL,
+				  &response);
 	if (status != CTL_OK)
 		return status;
 	if (response.status < 200 || response.status > 299) {
@@ -120,4 +131,29 @@ char *ctl_url_encode(const char *text)
 	}
 	*p = '\0';
 	return out;
+}
+
+char *ctl_read_all(int fd, size_t *length)
+{
+	size_t capacity = 1 << 16;
+	char *data = xmalloc(capacity);
+	*length = 0;
+	for (;;) {
+		if (*length + 1 >= capacity)
+			data = xrealloc(data, capacity *= 2);
+		ssize_t got = read(fd, data + *length, capacity - *length - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int saved = errno;
+			free(data);
+			errno = saved;
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		*length += (size_t)got;
+	}
+	data[*length] = '\0';
+	return data;
 }

@@ -34,6 +34,9 @@ struct ctl_command {
  * transport failure prints why and returns CTL_API_ERROR. */
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const cJSON *body,
 	     cJSON **answer);
+/* As ctl_call with a body of another type (text/plain, ...). */
+int ctl_call_body(struct ctl *ctl, const char *method, const char *path,
+		  const char *content_type, const void *body, size_t body_length, cJSON **answer);
 /* As ctl_call but the raw response, for non-JSON answers (logs, images). */
 int ctl_call_raw(struct ctl *ctl, const char *method, const char *path,
 		 const char *content_type, const void *body, size_t body_length,
@@ -45,6 +48,9 @@ bool ctl_print_json(struct ctl *ctl, const cJSON *json);
 /* Prints "boxctl <name>: <message>" and returns CTL_USAGE. */
 int ctl_usage_error(const char *command, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Reads `fd` to its end into a NUL-terminated buffer (*length bytes, which
+ * may hold NULs); NULL with errno on a read error. Caller frees. */
+char *ctl_read_all(int fd, size_t *length);
 /* Percent-encodes `text` for a query string; caller frees. */
 char *ctl_url_encode(const char *text);
 

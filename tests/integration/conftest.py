@@ -146,9 +146,12 @@ class Boxd:
         return code
 
     def boxctl(self, *args, input=None, env=None, timeout=60):
+        """boxctl with `input` as its stdin, else /dev/null (boxctl exec
+        passes a stdin that is not a terminal on to the command)."""
         environment = dict(os.environ, BOXD_SOCKET=self.socket, **(env or {}))
-        return subprocess.run([BOXCTL, *args], input=input, capture_output=True,
-                              env=environment, timeout=timeout)
+        stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
+        return subprocess.run([BOXCTL, *args], capture_output=True, env=environment,
+                              timeout=timeout, **stdin)
 
 
 @pytest.fixture

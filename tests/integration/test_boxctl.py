@@ -1,8 +1,9 @@
 """boxctl: human output, --json, exit statuses, socket selection."""
 import json
+import os
 import subprocess
 
-from conftest import BOXCTL
+from conftest import BOXCTL, REPO
 
 
 def test_health_human_and_json(boxd):
@@ -47,6 +48,126 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
     assert out.returncode == 0
 
 
-def test_help_lists_commands(boxd):
+COMMANDS = ["health", "exec", "procs", "secrets", "env", "shot", "input", "record", "sync",
+            "get", "steps", "lock", "unlock"]
+
+
+def test_help_is_tidy_and_lists_every_command(boxd):
     out = boxd.boxctl("--help")
-    assert out.returncode == 0 and b"health" in out.stdout and b"unlock" in out.stdout
+    assert out.returncode == 0
+    text = out.stdout.decode()
+    lines = text.split("commands:\n", 1)[1].splitlines()
+    for line in lines:
+        assert len(line) <= 80, line
+        assert line.startswith("  "), line
+        if line[2] == " ":
+            # A continuation: a description at column 30, or the rest of
+            # a synopsis under its command word.
+            assert line[:30].strip() == "" and line[30] != " " or line[:7] == " " * 7, line
+        else:
+            head, _, description = line.partition("   ")
+            if description.strip():
+                assert line.index(description.strip()) == 30, line
+    listed = [line.split()[0] for line in lines if line[2] != " "]
+    assert sorted(set(listed)) == sorted(COMMANDS)
+    for verb in ["procs rm ID", "exec --show ID", "env set SERVICE", "lock status"]:
+        assert verb in text, verb
+
+
+def test_exec_passes_stdin(boxd):
+    out = boxd.boxctl("exec", "--", "cat", input=b"hi")
+    assert out.returncode == 0 and out.stdout == b"hi", out
+    out = boxd.boxctl("exec", "--", "wc -l", input=b"a\nb\nc\n")
+    assert out.stdout.strip() == b"3"
+    out = boxd.boxctl("exec", "--json", "--", "tr a-z A-Z", input=b"loud")
+    assert json.loads(out.stdout)["stdout"] == "LOUD"
+    # -n: none, as from /dev/null; and a NUL cannot travel as text.
+    out = boxd.boxctl("exec", "-n", "--", "cat; echo end", input=b"ignored")
+    assert out.stdout == b"end\n"
+    out = boxd.boxctl("exec", "--", "cat", input=b"a\0b")
+    assert out.returncode == 2 and b"NUL" in out.stderr
+
+
+def test_exec_show(boxd):
+    out = boxd.boxctl("--json", "exec", "--", "echo out; echo err >&2; exit 3")
+    command_id = json.loads(out.stdout)["id"]
+    out = boxd.boxctl("exec", "--show", command_id)
+    assert out.returncode == 3 and out.stdout == b"out\n" and out.stderr == b"err\n", out
+    assert json.loads(boxd.boxctl("exec", "--show", command_id, "--json").stdout)["exitCode"] == 3
+    out = boxd.boxctl("exec", "--show", "c_nonesuch")
+    assert out.returncode == 1 and b"not_found" in out.stderr
+
+
+def test_procs_rm(boxd):
+    out = boxd.boxctl("exec", "--bg", "--", "sleep 30")
+    sleeper = out.stdout.split()[0].decode()
+    out = boxd.boxctl("procs", "rm", sleeper)
+    assert out.returncode == 1 and b"conflict" in out.stderr      # still running
+    assert boxd.boxctl("procs", "stop", sleeper).returncode == 0
+    out = boxd.boxctl("procs", "rm", sleeper)
+    assert out.returncode == 0 and sleeper in out.stdout.decode()
+    assert boxd.call("GET", f"/v1/procs/{sleeper}")[0] == 404
+    assert sleeper not in boxd.boxctl("procs").stdout.decode()
+
+
+def test_env_set_from_stdin_and_file(boxd, tmp_path):
+    out = boxd.boxctl("env", "set", "api", input=b"PORT=3000\nAPI_TOKEN=abcdefgh12345\n")
+    assert out.returncode == 0, out
+    path = os.path.join(boxd.work_dir, ".sbx", "env", "api.env")
+    assert out.stdout.decode() == f"wrote {path}: PORT API_TOKEN\n"
+    assert open(path).read().splitlines() == ["PORT=3000", "API_TOKEN=abcdefgh12345"]
+    settings = tmp_path / "web.env"
+    settings.write_text("HOST=0.0.0.0\n")
+    out = boxd.boxctl("env", "set", "web", str(settings))
+    assert out.returncode == 0 and json.loads(
+        boxd.boxctl("--json", "env", "set", "web", str(settings)).stdout)["names"] == ["HOST"]
+    # The token is masked from now on: it joined the secrets.
+    out = boxd.boxctl("exec", "--", "echo abcdefgh12345")
+    assert b"abcdefgh12345" not in out.stdout and b"****" in out.stdout
+    assert boxd.boxctl("env", "set").returncode == 2
+    assert boxd.boxctl("env", "set", "x", str(tmp_path / "missing")).returncode == 2
+
+
+def test_lock_prints_text_and_status(boxd):
+    out = boxd.boxctl("lock", "--note", "fixing the login")
+    lines = out.stdout.decode().splitlines()
+    assert out.returncode == 0 and lines[0].startswith("locked since ") and \
+        lines[0].endswith(": fixing the login") and "boxctl unlock" in lines[1]
+    assert not out.stdout.lstrip().startswith(b"{")
+    status = boxd.boxctl("lock", "status").stdout.decode()
+    assert status.startswith("locked since ") and "fixing the login" in status
+    assert json.loads(boxd.boxctl("--json", "lock", "status").stdout)["locked"] is True
+    assert boxd.boxctl("unlock").stdout == b"unlocked\n"
+    assert boxd.boxctl("lock", "status").stdout == b"unlocked\n"
+
+
+COMPLETION = os.path.join(REPO, "boxd", "ctl", "boxctl.bash-completion")
+
+
+def complete(boxd, line):
+    """What bash would offer for `line` (completing its last word)."""
+    words = line.split(" ")
+    script = (f"source {COMPLETION}\n"
+              f"COMP_WORDS=({' '.join(repr(w) for w in words)}); COMP_CWORD={len(words) - 1}\n"
+              f"COMP_LINE={line!r}; COMP_POINT=${{#COMP_LINE}}\n"
+              "_boxctl; printf '%s\\n' \"${COMPREPLY[@]}\"\n")
+    env = dict(os.environ, BOXD_SOCKET=boxd.socket,
+               PATH=os.path.dirname(BOXCTL) + os.pathsep + os.environ["PATH"])
+    out = subprocess.run(["bash", "--norc", "--noprofile"], input=script.encode(),
+                         capture_output=True, env=env, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return sorted(w for w in out.stdout.decode().splitlines() if w)
+
+
+def test_bash_completion(boxd):
+    assert complete(boxd, "boxctl ") == sorted(COMMANDS)
+    assert complete(boxd, "boxctl pr") == ["procs"]
+    assert complete(boxd, "boxctl procs ") == ["log", "ls", "rm", "show", "stop", "wait"]
+    assert complete(boxd, "boxctl --json lo") == ["lock"]
+    assert complete(boxd, "boxctl exec --s") == ["--show"]
+    assert complete(boxd, "boxctl record ") == ["start", "status", "stop"]
+    sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()
+    assert complete(boxd, "boxctl procs stop ") == [sleeper]
+    assert complete(boxd, "boxctl procs stop b_") == [sleeper]
+    boxd.boxctl("procs", "stop", sleeper)
+

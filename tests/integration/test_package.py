@@ -48,6 +48,8 @@ def debian_mirror():
 
 
 def run(argv, timeout=600, **kwargs):
+    if "input" not in kwargs:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)  # boxctl exec passes stdin on
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
@@ -131,7 +133,8 @@ def test_package_installs_programs_units_and_config(root):
     listing = chroot(root, "dpkg", "-L", "boxd").stdout.split()
     for path in ("/usr/bin/boxd", "/usr/bin/boxctl", "/lib/systemd/system/boxd.service",
                  "/lib/systemd/system/boxd-xvfb.service", "/etc/boxd/boxd.conf",
-                 "/usr/share/man/man8/boxd.8.gz", "/usr/share/man/man1/boxctl.1.gz"):
+                 "/usr/share/man/man8/boxd.8.gz", "/usr/share/man/man1/boxctl.1.gz",
+                 "/usr/share/bash-completion/completions/boxctl"):
         assert path in listing, f"{path} is not in the package"
     with open(os.path.join(TOP, "shims", "meson.build")) as f:
         if "'boxd-shim'" in f.read():

@@ -157,20 +157,106 @@ def test_malformed_manifest_lines(boxd, line):
     assert status == 400 and "line 2" in answer["error"]["message"]
 
 
-def test_dest_outside_work_dir(boxd, tmp_path):
+def test_dest_named_outside_the_work_dir_is_refused(boxd, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "secret").write_bytes(b"s")
-    os.symlink(str(outside), os.path.join(boxd.work_dir, "escape"))
-    manifest = b"%s %s\n" % (entry_hash(str(outside / "secret")).encode(), b"secret".hex().encode())
-    for dest in ["escape", "../outside", str(outside)]:
+    manifest = b"%s %s\n" % (b"0" * 40, b"secret".hex().encode())
+    for dest in ["../outside", str(outside), "a/../../outside"]:
         status, answer = post_diff(boxd, dest, manifest)
-        assert status == 400, (dest, answer)
-    # A symlink inside dest that leads out is never followed: it differs.
+        assert status == 400 and answer["error"]["code"] == "bad_request", (dest, answer)
+
+
+def test_dest_that_is_a_symlink_reads_through(boxd, tmp_path):
+    """A dest that is itself a symlink (out of the work dir, or inside it)
+    answers as the client's compare does: it reads through it."""
+    outside = tmp_path / "outside"
+    make_tree(outside)
+    manifest = manifest_for(outside)
+    os.symlink(str(outside), os.path.join(boxd.work_dir, "escape"))
+    copy_tree(outside, os.path.join(boxd.work_dir, "real"))
+    os.symlink("real", os.path.join(boxd.work_dir, "alias"))
+    for dest in ["escape", "alias", os.path.join(boxd.work_dir, "alias")]:
+        assert post_diff(boxd, dest, manifest) == (200, {"changed": []}), dest
+    write(os.path.join(outside, "README.md"), b"changed\n")
+    assert post_diff(boxd, "escape", manifest) == (200, {"changed": [b"README.md".hex()]})
+    # Not there at all: a dangling link, a loop.
+    os.symlink("nothing-here", os.path.join(boxd.work_dir, "dangling"))
+    os.symlink("loop", os.path.join(boxd.work_dir, "loop"))
+    assert post_diff(boxd, "dangling", manifest) == (200, {"all": True})
+    assert post_diff(boxd, "loop", manifest) == (200, {"all": True})
+
+
+def test_dest_that_is_a_file_makes_every_entry_differ(boxd):
+    write(os.path.join(boxd.work_dir, "plain"), b"a file\n")
+    manifest = b"".join(b"%s %s\n" % (b"0" * 40, p.hex().encode()) for p in [b"a", b"b/c"])
+    assert post_diff(boxd, "plain", manifest) == (200, {"changed": [b"a".hex(), b"b/c".hex()]})
+    assert post_diff(boxd, "plain", manifest, limit=1) == (200, {"all": True})
+
+
+def test_directory_symlinks_in_the_box_are_read_through(boxd, tmp_path):
+    """node_modules -> ../nm-out (pnpm, monorepos), a link to an absolute
+    path out of the work dir, links to links: the answer is the reference
+    rule's, which reads through every directory on the way."""
+    client = tmp_path / "client"
+    make_tree(client)
+    write(os.path.join(client, "node_modules/pkg/index.js"), b"module.exports = 1\n")
+    write(os.path.join(client, "node_modules/pkg/bin/cli"), b"#!/bin/sh\n", 0o755)
+    write(os.path.join(client, "vendor/lib/a.c"), b"int a;\n")
+    write(os.path.join(client, "chain/x/y.txt"), b"y\n")
+    manifest = manifest_for(client)
+    box = os.path.join(boxd.work_dir, "app")
+    copy_tree(client, box)
+    import shutil
+    shutil.move(os.path.join(box, "node_modules"), os.path.join(boxd.work_dir, "nm-out"))
+    os.symlink("../nm-out", os.path.join(box, "node_modules"))
+    outside = tmp_path / "vendor-out"
+    shutil.move(os.path.join(box, "vendor"), str(outside))
+    os.symlink(str(outside), os.path.join(box, "vendor"))
+    shutil.move(os.path.join(box, "chain"), os.path.join(boxd.work_dir, "chain-real"))
+    os.symlink("chain-real", os.path.join(boxd.work_dir, "chain-hop"))
+    os.symlink("../chain-hop", os.path.join(box, "chain"))
+    assert expected_changed(manifest, box) == []
+    assert post_diff(boxd, "app", manifest) == (200, {"changed": []})
+    # A change behind each link is seen, as the reference sees it.
+    write(os.path.join(boxd.work_dir, "nm-out/pkg/index.js"), b"module.exports = 2\n")
+    os.chmod(os.path.join(outside, "lib/a.c"), 0o755)
+    os.unlink(os.path.join(boxd.work_dir, "chain-real/x/y.txt"))
+    expected = expected_changed(manifest, box)
+    assert len(expected) == 3
+    status, answer = post_diff(boxd, "app", manifest)
+    assert status == 200 and sorted(answer["changed"]) == sorted(expected)
+
+
+@pytest.fixture
+def request_cleanup():
+    import shutil
+    made = []
+    yield made.append
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_diff_reads_as_the_box_user(boxd_factory, request_cleanup):
+    """With --user, what a link leads to is read as that user reads it: a
+    folder only root may read differs, as it would for the client's compare."""
+    boxd = boxd_factory("--user", "nobody")
+    import pathlib
+    import tempfile
+    base = pathlib.Path(tempfile.mkdtemp(prefix="boxd-user-"))  # a path nobody can walk
+    os.chmod(base, 0o755)
+    request_cleanup(base)
+    private = base / "private"
+    private.mkdir(mode=0o700)
+    (private / "key").write_bytes(b"root only\n")
+    public = base / "public"
+    public.mkdir()
+    (public / "note").write_bytes(b"anyone\n")
     os.makedirs(os.path.join(boxd.work_dir, "app"))
-    os.symlink(str(outside), os.path.join(boxd.work_dir, "app", "out"))
-    manifest = b"%s %s\n" % (entry_hash(str(outside / "secret")).encode(), b"out/secret".hex().encode())
-    assert post_diff(boxd, "app", manifest) == (200, {"changed": [b"out/secret".hex()]})
+    os.symlink(str(private), os.path.join(boxd.work_dir, "app", "private"))
+    os.symlink(str(public), os.path.join(boxd.work_dir, "app", "public"))
+    manifest = (b"%s %s\n" % (entry_hash(str(private / "key")).encode(), b"private/key".hex().encode()) +
+                b"%s %s\n" % (entry_hash(str(public / "note")).encode(), b"public/note".hex().encode()))
+    assert post_diff(boxd, "app", manifest) == (200, {"changed": [b"private/key".hex()]})
 
 
 def test_limit_must_be_a_number(boxd):

@@ -69,6 +69,13 @@ HOSTILE = {
     "hardlink-outside-dotdot": [member("h", tarfile.LNKTYPE, linkname="../outside/victim")],
     "hardlink-through-symlink": [member("esc", tarfile.SYMTYPE, linkname="{outside}"),
                                  member("h", tarfile.LNKTYPE, linkname="esc/victim")],
+    # A link the archive made is never written through, even one that
+    # stays inside dest.
+    "symlink-inside-then-write": [member("sub/", tarfile.DIRTYPE, mode=0o755),
+                                  member("in", tarfile.SYMTYPE, linkname="sub"),
+                                  member("in/x", data=b"x")],
+    "symlink-then-deeper-write": [member("esc", tarfile.SYMTYPE, linkname="{outside}"),
+                                  member("esc/new/victim", data=b"pwned")],
     "char-device": [member("null", tarfile.CHRTYPE)],
     "block-device": [member("disk", tarfile.BLKTYPE)],
     "fifo": [member("pipe", tarfile.FIFOTYPE)],
@@ -117,13 +124,108 @@ def test_garbage_is_refused(boxd):
     assert status == 400, answer
 
 
-def test_dest_leaving_work_dir(boxd, tmp_path):
+def test_dest_named_outside_the_work_dir_is_refused(boxd, tmp_path):
     outside_of(boxd, tmp_path)
-    os.symlink(str(tmp_path / "outside"), os.path.join(boxd.work_dir, "esc"))
-    for dest in ["../outside", "esc", "esc/deeper", "/etc"]:
+    for dest in ["../outside", "/etc", "a/../../outside"]:
         status, answer = upload(boxd, dest, tar_gz([member("victim", data=b"pwned")]))
         assert status == 400, (dest, answer)
     assert open(tmp_path / "outside" / "victim", "rb").read() == b"untouched"
+
+
+def test_dest_that_is_a_symlink_is_followed(boxd, tmp_path):
+    """A dest the box has as a symlink (out of the work dir or inside it) is
+    the user's own layout: written through, as tar -C writes through it."""
+    outside = outside_of(boxd, tmp_path)
+    os.symlink(str(outside), os.path.join(boxd.work_dir, "esc"))
+    status, answer = upload(boxd, "esc", tar_gz([member("new.txt", data=b"hello")]))
+    assert status == 200, answer
+    assert (outside / "new.txt").read_bytes() == b"hello"
+    assert os.path.islink(os.path.join(boxd.work_dir, "esc"))
+    status, answer = upload(boxd, "esc/deeper", tar_gz([member("x", data=b"x")]))
+    assert status == 200, answer
+    assert (outside / "deeper" / "x").read_bytes() == b"x"
+    os.makedirs(os.path.join(boxd.work_dir, "real"))
+    os.symlink("real", os.path.join(boxd.work_dir, "alias"))
+    assert upload(boxd, "alias", tar_gz([member("y", data=b"y")]))[0] == 200
+    assert open(os.path.join(boxd.work_dir, "real", "y"), "rb").read() == b"y"
+    os.symlink("nowhere", os.path.join(boxd.work_dir, "dangling"))
+    status, answer = upload(boxd, "dangling", tar_gz([member("z", data=b"z")]))
+    assert status == 400 and answer["error"]["code"] == "bad_request", answer
+
+
+def test_directory_symlinks_the_box_has_are_followed(boxd, tmp_path):
+    """node_modules -> ../nm-out and a link out of the work dir: files go
+    where the links lead (as GNU tar puts them), the links stay, and only
+    the archive's own names are created on the way."""
+    app = os.path.join(boxd.work_dir, "app")
+    os.makedirs(os.path.join(boxd.work_dir, "nm-out"))
+    os.makedirs(app)
+    os.symlink("../nm-out", os.path.join(app, "node_modules"))
+    vendor = tmp_path / "vendor-out"
+    vendor.mkdir()
+    os.symlink(str(vendor), os.path.join(app, "vendor"))
+    os.symlink("../missing", os.path.join(app, "broken"))
+    data = tar_gz([member("node_modules/pkg/index.js", data=b"module.exports = 1\n"),
+                   member("node_modules/pkg/bin/cli", data=b"#!/bin/sh\n", mode=0o755),
+                   member("vendor/lib/a.c", data=b"int a;\n")])
+    status, answer = upload(boxd, "app", data)
+    assert status == 200 and answer["files"] == 3, answer
+    assert os.readlink(os.path.join(app, "node_modules")) == "../nm-out"
+    assert open(os.path.join(boxd.work_dir, "nm-out/pkg/index.js"), "rb").read() == b"module.exports = 1\n"
+    assert os.stat(os.path.join(boxd.work_dir, "nm-out/pkg/bin/cli")).st_mode & 0o777 == 0o755
+    assert (vendor / "lib" / "a.c").read_bytes() == b"int a;\n"
+    # A link to nothing is not made into a directory: refused, as tar fails.
+    status, answer = upload(boxd, "app", tar_gz([member("broken/x", data=b"x")]))
+    assert status == 400 and "broken/x" in answer["error"]["message"], answer
+    assert not os.path.exists(os.path.join(boxd.work_dir, "missing"))
+
+
+def test_box_link_leading_through_an_archive_link_is_refused(boxd, tmp_path):
+    """The box's old -> new, where the archive makes new -> outside: the
+    write through old would pass the archive's own link, so it is refused."""
+    outside = outside_of(boxd, tmp_path)
+    app = os.path.join(boxd.work_dir, "app")
+    os.makedirs(app)
+    os.symlink("new", os.path.join(app, "old"))
+    data = tar_gz([member("new", tarfile.SYMTYPE, linkname=str(outside)),
+                   member("old/victim", data=b"pwned")])
+    status, answer = upload(boxd, "app", data)
+    assert status == 400 and "old/victim" in answer["error"]["message"], answer
+    assert (outside / "victim").read_bytes() == b"untouched"
+
+
+def test_upload_writes_as_the_box_user(boxd_factory):
+    """With --user, files are written with the box user's rights: through a
+    link of the box's, only where that user could write anyway."""
+    import pathlib
+    import pwd
+    import shutil
+    import tempfile
+    nobody = pwd.getpwnam("nobody")
+    boxd = boxd_factory("--user", "nobody")
+    base = pathlib.Path(tempfile.mkdtemp(prefix="boxd-user-"))
+    try:
+        os.chmod(base, 0o755)
+        (base / "root-only").mkdir(mode=0o755)
+        (base / "theirs").mkdir()
+        os.chown(base / "theirs", nobody.pw_uid, nobody.pw_gid)
+        app = os.path.join(boxd.work_dir, "app")
+        os.makedirs(app)
+        os.chown(app, nobody.pw_uid, nobody.pw_gid)
+        os.symlink(str(base / "root-only"), os.path.join(app, "etc"))
+        os.symlink(str(base / "theirs"), os.path.join(app, "theirs"))
+        status, answer = upload(boxd, "app", tar_gz([member("etc/evil.conf", data=b"x")]))
+        assert status == 400 and "Permission denied" in answer["error"]["message"], answer
+        assert os.listdir(base / "root-only") == []
+        data = tar_gz([member("theirs/ok.txt", data=b"ok"), member("here/new.txt", data=b"new")])
+        status, answer = upload(boxd, "app", data)
+        assert status == 200, answer
+        for path in [base / "theirs" / "ok.txt", pathlib.Path(app) / "here",
+                     pathlib.Path(app) / "here" / "new.txt"]:
+            st = os.stat(path)
+            assert (st.st_uid, st.st_gid) == (nobody.pw_uid, nobody.pw_gid), path
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_file_where_a_directory_is(boxd):
@@ -186,6 +288,51 @@ def test_single_request_limit(boxd):
     answer = raw.recv(4096)
     raw.close()
     assert answer.startswith(b"HTTP/1.1 413")
+
+
+def test_single_request_over_the_limit_streamed_chunked(boxd):
+    """The real client streams a first sync as one chunked request, with no
+    length up front. Past the limit boxd answers 413 and closes at once, so
+    the client's writer gets an error instead of blocking on a peer that no
+    longer reads."""
+    import threading
+    import time
+    raw = socket.socket(socket.AF_UNIX)
+    raw.settimeout(30)
+    raw.connect(boxd.socket)
+    raw.sendall(b"POST /v1/sync/upload?dest=app HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/gzip\r\nTransfer-Encoding: chunked\r\n\r\n")
+    chunk = b"%x\r\n%s\r\n" % (1 << 20, b"\0" * (1 << 20))
+    outcome = {}
+
+    def writer():
+        sent = 0
+        try:
+            while sent < (1 << 30):           # 1 GiB: far past the limit
+                raw.sendall(chunk)
+                sent += 1 << 20
+            outcome["error"] = None
+        except OSError as error:
+            outcome["error"] = error
+        outcome["sent"] = sent
+
+    started = time.monotonic()
+    thread = threading.Thread(target=writer)
+    thread.start()
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        got = raw.recv(4096)
+        if not got:
+            break
+        answer += got
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "the writer is still blocked"
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert isinstance(outcome["error"], (BrokenPipeError, ConnectionResetError)), outcome
+    assert outcome["sent"] < (100 << 20)
+    assert time.monotonic() - started < 20
+    raw.close()
+    assert boxd.request("GET", "/v1/health").status == 200
 
 
 def put_piece(boxd, upload_id, offset, data):
