@@ -377,7 +377,8 @@ bool request_ids_open(const char *dir, int64_t now_ms)
 		loaded[count++] = entry;
 	}
 	closedir(directory);
-	qsort(loaded, count, sizeof *loaded, by_start);
+	if (count)
+		qsort(loaded, count, sizeof *loaded, by_start);
 	for (size_t i = 0; i < count; i++)
 		append_entry(loaded[i]);
 	free(loaded);
