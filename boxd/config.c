@@ -15,7 +15,7 @@
 enum option_id {
 	OPT_CONFIG = 1000, OPT_WORK_DIR, OPT_RUN_DIR, OPT_SOCKET, OPT_VSOCK_PORT,
 	OPT_VSOCK_ALLOW_CID, OPT_DISPLAY, OPT_USER, OPT_REPORT, OPT_REPORT_INTERVAL,
-	OPT_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HELP, OPT_VERSION,
+	OPT_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HOSTS_FILE, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -33,6 +33,7 @@ static const struct option long_options[] = {
 	{"dev", no_argument, NULL, OPT_DEV},
 	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	{"hosts-file", required_argument, NULL, OPT_HOSTS_FILE},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -44,6 +45,7 @@ void config_usage(const char *program)
 	       "       [--vsock-port N|off] [--vsock-allow-cid N] [--display :N] [--user NAME]\n"
 	       "       [--report ADDR] [--report-interval S] [--cgroup auto|off] [--dev]\n"
 	       "       [--idle-timeout S] [--log-level error|warning|notice|info|debug]\n"
+	       "       [--hosts-file PATH]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -93,6 +95,7 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 	case OPT_RUN_DIR: set_string(&config->run_dir, value); return true;
 	case OPT_SOCKET: set_string(&config->socket_path, value); return true;
 	case OPT_DISPLAY: set_string(&config->display, value); return true;
+	case OPT_HOSTS_FILE: set_string(&config->hosts_file, value); return true;
 	case OPT_USER: set_string(&config->user, value); return true;
 	case OPT_VSOCK_PORT:
 		if (strcmp(value, "off") == 0) {
@@ -231,6 +234,8 @@ static void finish(struct boxd_config *config)
 		if (!config->run_dir)
 			config->run_dir = xstrdup(".boxd-dev/run");
 		config->vsock_port = -1;
+		if (!config->hosts_file)
+			config->hosts_file = xstrdup(".boxd-dev/hosts");
 	}
 	if (!config->work_dir)
 		config->work_dir = xstrdup("/work");
@@ -243,6 +248,9 @@ static void finish(struct boxd_config *config)
 	absolutize(&config->socket_path);
 	if (!config->display)
 		config->display = xstrdup(":99");
+	if (!config->hosts_file)
+		config->hosts_file = xstrdup("/etc/hosts");
+	absolutize(&config->hosts_file);
 	if (!config->user)
 		config->user = xstrdup("root");
 }
@@ -312,6 +320,7 @@ void config_free(struct boxd_config *config)
 	free(config->run_dir);
 	free(config->socket_path);
 	free(config->display);
+	free(config->hosts_file);
 	free(config->user);
 	free(config->report);
 	memset(config, 0, sizeof *config);

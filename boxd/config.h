@@ -24,6 +24,7 @@ struct boxd_config {
 	unsigned allowed_cids[CONFIG_MAX_ALLOWED_CIDS]; /* the host (2) is always first */
 	int allowed_cid_count;
 	char *display;        /* ":99" */
+	char *hosts_file;     /* whose boxd block POST /v1/init rewrites: /etc/hosts */
 	char *user;           /* default user of commands */
 	char *report;         /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
 	int report_interval_sec;

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "init.h"
 #include "protect.h"
 #include "redact.h"
 #include "report.h"
@@ -439,6 +440,12 @@ static void add_masked_value(const char *value, void *context)
 }
 
 /* Base environment, then the secrets, then the request's own entries. */
+static void add_init_env(const char *entry, void *arg)
+{
+	struct shim_spec *spec = arg;
+	push_env(&spec->env, &spec->env_count, xstrdup(entry));
+}
+
 static void build_env(const struct exec_request *r, struct shim_spec *spec)
 {
 	const struct boxd_config *config = boxd_config();
@@ -451,6 +458,7 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 	push_env(&spec->env, &spec->env_count, xstrdup("LANG=C.UTF-8"));
 	if (config->display)
 		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
+	init_env_foreach(add_init_env, spec);
 	secrets_foreach(add_secret_env, spec);
 	for (size_t i = 0; i < r->env_count; i++)
 		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));

@@ -14,6 +14,7 @@
 
 #include "boxd.h"
 #include "clock.h"
+#include "init.h"
 #include "lock.h"
 #include "probe.h"
 #include "xalloc.h"
@@ -257,6 +258,7 @@ static cJSON *health_build(void)
 	cJSON_AddBoolToObject(health, "ok", true);
 	cJSON_AddStringToObject(health, "version", BOXD_VERSION);
 	cJSON_AddStringToObject(health, "bootId", boot_id);
+	cJSON_AddStringToObject(health, "instanceId", init_instance_id());
 	add_number(health, "startedAt", (double)started_at_ms);
 	add_number(health, "uptimeMs", (double)(clock_monotonic_ms() - started_monotonic_ms));
 	add_display(health);

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
+#include "init.h"
 #include "log.h"
 #include "notify.h"
 #include "report.h"
@@ -104,6 +105,7 @@ static bool start_services(void)
 	char error[512];
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
+	init_start(config.run_dir, config.hosts_file);
 	if (!server_start(&config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;

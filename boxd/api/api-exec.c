@@ -14,6 +14,7 @@
 #include "boxd.h"
 #include "clock.h"
 #include "exec.h"
+#include "init.h"
 #include "redact-json.h"
 #include "redact.h"
 #include "shim-protocol.h"
@@ -78,7 +79,8 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 {
 	char given[64];
 	if (!user)
-		snprintf(given, sizeof given, "%s", boxd_config()->user ? boxd_config()->user : "root");
+		snprintf(given, sizeof given, "%s", init_user() ? init_user()
+						  : boxd_config()->user ? boxd_config()->user : "root");
 	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
 		snprintf(given, sizeof given, "%s", user->valuestring);
 	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
@@ -109,7 +111,8 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
-	const char *work = boxd_config()->work_dir;
+	/* The init's working dir, when the control plane set one. */
+	const char *work = init_work_dir() ? init_work_dir() : boxd_config()->work_dir;
 	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;

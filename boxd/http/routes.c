@@ -15,6 +15,7 @@ extern const struct api_route api_secrets_routes[];
 extern const struct api_route api_sync_routes[];
 extern const struct api_route api_uploads_routes[];
 extern const struct api_route api_files_routes[];
+extern const struct api_route api_init_routes[];
 
 static const struct api_route *const route_tables[] = {
 	api_health_routes,
@@ -27,6 +28,7 @@ static const struct api_route *const route_tables[] = {
 	api_sync_routes,
 	api_uploads_routes,
 	api_files_routes,
+	api_init_routes,
 	NULL,
 };
 

@@ -2,10 +2,10 @@
  *
  * The set kept (CAPABILITIES_KEPT in capabilities.c, and docs/confinement.md):
  * CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_KILL,
- * CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE: read and write any user's
- * files under the work dir (sync, files, logs), signal commands of any user,
- * let forked workers switch to an unprivileged user, listen on a vsock port
- * below 1024. Everything else (CAP_SYS_ADMIN,
+ * CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_SYS_TIME: read and write
+ * any user's files under the work dir (sync, files, logs), signal commands of
+ * any user, let forked workers switch to an unprivileged user, listen on a
+ * vsock port below 1024, set the clock (POST /v1/init). Everything else (CAP_SYS_ADMIN,
  * CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, ...) leaves the effective,
  * permitted and inheritable sets.
  *

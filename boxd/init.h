@@ -1,0 +1,45 @@
+/* init.h: what the control plane sets at claim and after every thaw or
+ * restore (POST /v1/init): the clock, a block of /etc/hosts, and defaults
+ * for later commands (environment, user, working dir).
+ *
+ * The settings outlive a restart of boxd (RUN_DIR/init.json, 0600), so a
+ * boxd restarted by systemd keeps the defaults and still ignores an init
+ * older than the last one applied. */
+#ifndef BOXD_INIT_H
+#define BOXD_INIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* The clock is set when it is more than this far behind the caller's... */
+#define INIT_CLOCK_BEHIND_MS 50
+/* ...or this far ahead (a box thawed after a freeze is behind, never ahead
+ * by much: ahead means the caller's clock is the suspect one). */
+#define INIT_CLOCK_AHEAD_MS 5000
+
+/* `hosts_path`: the hosts file whose boxd block init rewrites. */
+void init_start(const char *run_dir, const char *hosts_path);
+
+/* Applies an init request (already parsed, see api-init.c). Returns false
+ * with a sentence in `error` when a field is malformed (nothing applied).
+ * `*applied` is false when the init is older than the last one applied. */
+bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *error,
+		size_t error_size);
+
+/* Whether a clock at `now_ms` must be set to `unix_ms` (the margins above). */
+bool init_clock_is_off(int64_t now_ms, int64_t unix_ms);
+
+/* The defaults later commands get; NULL when none was set. */
+const char *init_user(void);
+const char *init_work_dir(void);
+/* Calls `each` with every "NAME=value" entry of the init environment. */
+void init_env_foreach(void (*each)(const char *entry, void *arg), void *arg);
+
+/* New at every start of boxd and every applied init: two boxes restored
+ * from one snapshot differ once the control plane has initialised them. */
+const char *init_instance_id(void);
+
+#endif
