@@ -334,29 +334,42 @@ static int watch_fd = -1;
 static struct event *watch_event;
 static int x_dir_watch = -1, tmp_watch = -1;
 
+/* /tmp itself is watched only while /tmp/.X11-unix does not exist (to see
+ * it appear): files come and go in /tmp all day, and an idle boxd must not
+ * wake for them. */
 static void watch_x_dir(void)
 {
 	x_dir_watch = inotify_add_watch(watch_fd, X_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO |
 					IN_MOVED_FROM | IN_DELETE_SELF);
+	if (x_dir_watch >= 0 && tmp_watch >= 0) {
+		inotify_rm_watch(watch_fd, tmp_watch);
+		tmp_watch = -1;
+	} else if (x_dir_watch < 0 && tmp_watch < 0) {
+		tmp_watch = inotify_add_watch(watch_fd, "/tmp", IN_CREATE | IN_MOVED_TO);
+	}
 }
 
 static void on_socket_dirs(evutil_socket_t fd, short what, void *arg)
 {
 	char buffer[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
-	bool changed = false;
+	bool changed = false, rewatch = false;
 	while ((n = read(fd, buffer, sizeof buffer)) > 0) {
 		for (char *at = buffer; at < buffer + n;) {
 			const struct inotify_event *event = (const struct inotify_event *)at;
 			at += sizeof *event + event->len;
-			if (event->wd == tmp_watch && event->len && !strcmp(event->name, ".X11-unix"))
-				watch_x_dir(); /* made after boxd started: watch it now */
-			else if (event->wd == x_dir_watch && (event->mask & IN_IGNORED))
-				x_dir_watch = -1;
-			else if (event->len && (event->name[0] == 'X' || !strcmp(event->name, "docker.sock")))
+			if (event->wd == tmp_watch && event->len && !strcmp(event->name, ".X11-unix")) {
+				rewatch = true; /* made after boxd started: watch it now */
+			} else if (event->wd == x_dir_watch && (event->mask & IN_IGNORED)) {
+				x_dir_watch = -1; /* removed: watch /tmp for its return */
+				rewatch = changed = true;
+			} else if (event->len && (event->name[0] == 'X' || !strcmp(event->name, "docker.sock"))) {
 				changed = true;
+			}
 		}
 	}
+	if (rewatch && x_dir_watch < 0)
+		watch_x_dir();
 	if (changed)
 		health_invalidate();
 }
@@ -366,7 +379,6 @@ static void watch_sockets(void)
 	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (watch_fd < 0)
 		return; /* changes then show within HEALTH_PROBE_FRESH_MS */
-	tmp_watch = inotify_add_watch(watch_fd, "/tmp", IN_CREATE | IN_MOVED_TO);
 	watch_x_dir();
 	inotify_add_watch(watch_fd, DOCKER_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
 	watch_event = event_new(boxd_base(), watch_fd, EV_READ | EV_PERSIST, on_socket_dirs, NULL);

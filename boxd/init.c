@@ -13,7 +13,9 @@
 
 #include "clock.h"
 #include "dotenv.h"
+#include "health.h"
 #include "log.h"
+#include "report.h"
 #include "secrets.h"
 #include "steps.h"
 #include "text.h"
@@ -290,6 +292,10 @@ bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *erro
 	mask_env_values();
 	new_instance_id();
 	*applied = true;
+	/* Whatever the box slept through, the display, Docker and the report
+	 * peer are asked anew. */
+	health_invalidate();
+	report_thawed();
 	steps_add("init", "init applied%s%s, %d hosts, %d env", *clock_set ? ", clock set" : "",
 		  hosts ? "" : " (hosts kept)", hosts ? cJSON_GetArraySize(hosts) : 0,
 		  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(request, "env")));

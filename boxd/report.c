@@ -29,6 +29,8 @@ static char *peer_name;
 static int interval_sec;
 static struct bufferevent *connection;
 static bool connected, ready_sent;
+/* An init came (claim, thaw, restore): the next event says "thawed". */
+static bool thawed_pending;
 static int backoff_ms = BACKOFF_FIRST_MS;
 static struct event *retry_timer, *interval_timer;
 /* Collections in flight hold this generation; a reconnect makes them stale. */
@@ -93,7 +95,10 @@ static void on_health(cJSON *health, void *arg)
 		cJSON_Delete(health);
 		return;
 	}
-	write_event(ready_sent ? "health" : "ready", health);
+	const char *event = !ready_sent ? "ready" : thawed_pending ? "thawed" : "health";
+	if (ready_sent)
+		thawed_pending = false;
+	write_event(event, health);
 	ready_sent = true;
 	if (evbuffer_get_length(bufferevent_get_output(connection)) > MAX_UNSENT_BYTES)
 		drop_connection("it stopped reading");
@@ -188,6 +193,25 @@ bool report_start(const char *address, int interval, char *error, size_t error_s
 void report_now(void)
 {
 	send_health();
+}
+
+void report_thawed(void)
+{
+	if (!peer_name)
+		return;
+	thawed_pending = true;
+	/* The old connection may look alive and lead nowhere (a restored box's
+	 * vsock connections are gone): a new one, now, without backoff. */
+	if (connection)
+		bufferevent_free(connection);
+	connection = NULL;
+	connected = false;
+	generation++;
+	event_del(interval_timer);
+	event_del(retry_timer);
+	backoff_ms = BACKOFF_FIRST_MS;
+	log_msg(LOG_LEVEL_INFO, "init after a thaw or restore: reconnecting to %s", peer_name);
+	connect_now();
 }
 
 void report_stop(void)

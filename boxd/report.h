@@ -5,7 +5,7 @@
  * then {"event":"health",...health} every --report-interval seconds and when
  * report_now() is called (a background command ended). When the peer goes
  * away boxd reconnects after 1 s, doubling to 30 s; a reconnect is greeted
- * with a health event at once. */
+ * with a health event at once (a "thawed" one after an init). */
 #ifndef BOXD_REPORT_H
 #define BOXD_REPORT_H
 
@@ -17,6 +17,10 @@
 bool report_start(const char *address, int interval_sec, char *error, size_t error_size);
 /* Sends a health event now, if connected. */
 void report_now(void);
+/* After an init (claim, thaw, restore): drops the connection, which may
+ * lead nowhere after a restore, connects again at once, and sends a
+ * {"event":"thawed",...health} first. */
+void report_thawed(void);
 void report_stop(void);
 
 #endif

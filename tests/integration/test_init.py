@@ -115,3 +115,30 @@ def test_init_is_a_step(initbox):
     initbox.call("POST", "/v1/init", {"unixMs": now_ms(), "hosts": {"a": "1.2.3.4"}})
     steps = initbox.call("GET", "/v1/steps")[1]["steps"]
     assert steps[-1]["kind"] == "init" and "1 hosts" in steps[-1]["summary"]
+
+
+def test_an_init_reconnects_the_report_and_says_thawed(tmp_path):
+    import json
+    import socket
+    path = str(tmp_path / "report.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    server.listen(4)
+    server.settimeout(10)
+    (tmp_path / "box").mkdir()
+    instance = Boxd(str(tmp_path / "box"), ["--hosts-file", str(tmp_path / "hosts"),
+                                            "--report", f"unix:{path}", "--report-interval", "30"])
+    instance.start()
+    try:
+        first, _ = server.accept()
+        first.settimeout(10)
+        assert json.loads(first.recv(65536).splitlines()[0])["event"] == "ready"
+        status, answer = instance.call("POST", "/v1/init", {"unixMs": now_ms()})
+        assert status == 200 and answer["applied"]
+        assert first.recv(65536) == b""  # the old connection is dropped...
+        second, _ = server.accept()      # ...and a new one made at once
+        second.settimeout(10)
+        event = json.loads(second.recv(65536).splitlines()[0])
+        assert event["event"] == "thawed" and event["instanceId"] == answer["instanceId"]
+    finally:
+        instance.stop()
