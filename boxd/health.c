@@ -38,6 +38,7 @@ struct waiting {
 static void (*contributors[MAX_CONTRIBUTORS])(cJSON *health);
 static int contributor_count;
 static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
+static unsigned calls_in_flight;
 static char boot_id[40];
 
 static struct display_state display;
@@ -248,8 +249,14 @@ static void add_activity(cJSON *health)
 {
 	cJSON *activity = cJSON_AddObjectToObject(health, "activity");
 	int64_t keep = running_procs(health) > 0 ? KEEP_AWAKE_BACKGROUND_MS : KEEP_AWAKE_MS;
+	int64_t until = last_call_ms + keep;
+	/* A call still running (a long command, an upload, a stream) keeps the
+	 * box awake however old its start: a freeze would cut it. */
+	if (calls_in_flight && clock_now_ms() + KEEP_AWAKE_MS > until)
+		until = clock_now_ms() + KEEP_AWAKE_MS;
 	add_number(activity, "lastCallAt", (double)last_call_ms);
-	add_number(activity, "keepAwakeUntil", (double)(last_call_ms + keep));
+	add_number(activity, "keepAwakeUntil", (double)until);
+	add_number(activity, "callsInFlight", (double)calls_in_flight);
 }
 
 static cJSON *health_build(void)
@@ -431,8 +438,16 @@ void health_register(void (*contribute)(cJSON *health))
 		contributors[contributor_count++] = contribute;
 }
 
-void health_note_call(void)
+void health_call_started(void)
 {
+	calls_in_flight++;
+	last_call_ms = clock_now_ms();
+}
+
+void health_call_ended(void)
+{
+	if (calls_in_flight)
+		calls_in_flight--;
 	last_call_ms = clock_now_ms();
 }
 

@@ -29,8 +29,11 @@ void health_collect(health_done_fn done, void *arg);
  * the default fields. At most 16. */
 void health_register(void (*contribute)(cJSON *health));
 
-/* Records an API call for activity.lastCallAt (the router calls it). */
-void health_note_call(void);
+/* An API call starts and ends (the router calls these; health itself does
+ * not count). A call in flight keeps the box awake, however long it takes;
+ * activity.lastCallAt is the start or end of the latest call. */
+void health_call_started(void);
+void health_call_ended(void);
 
 /* Forgets the probe results, so the next collect probes again (used when a
  * module learns the display or Docker changed). */

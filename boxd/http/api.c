@@ -41,6 +41,7 @@ struct api_request {
 	void (*drained)(struct api_request *req);
 	struct request_id_entry *memory;
 	const char *resume; /* the resource an orphaned X-Request-Id made */
+	bool activity;      /* counted in health's calls in flight */
 };
 
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
@@ -119,6 +120,8 @@ static void on_connection_closed(struct evhttp_connection *connection, void *arg
 
 static void request_free(struct api_request *req)
 {
+	if (req->activity)
+		health_call_ended();
 	if (req->connection)
 		evhttp_connection_set_closecb(req->connection, NULL, NULL);
 	if (req->release)
@@ -518,8 +521,10 @@ static void dispatch(struct evhttp_request *http, void *arg)
 		}
 		return;
 	}
-	if (!(req->route->flags & API_NOT_ACTIVITY))
-		health_note_call();
+	if (!(req->route->flags & API_NOT_ACTIVITY)) {
+		health_call_started();
+		req->activity = true;
+	}
 	if (apply_rules(req, method))
 		return;
 	if (req->connection)

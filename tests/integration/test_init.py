@@ -142,3 +142,21 @@ def test_an_init_reconnects_the_report_and_says_thawed(tmp_path):
         assert event["event"] == "thawed" and event["instanceId"] == answer["instanceId"]
     finally:
         instance.stop()
+
+
+def test_a_call_in_flight_keeps_the_box_awake(initbox):
+    import threading
+    from conftest import wait_for
+    done = {}
+    thread = threading.Thread(target=lambda: done.update(
+        r=initbox.call("POST", "/v1/exec", {"cmd": "sleep 2; echo late"}, timeout=30)))
+    thread.start()
+    activity = wait_for(lambda: (lambda a: a if a["callsInFlight"] == 1 else None)(
+        initbox.call("GET", "/v1/health")[1]["activity"]), what="the call to be in flight")
+    assert activity["keepAwakeUntil"] >= now_ms() + 10 * 60 * 1000 - 2000
+    thread.join()
+    ended = now_ms()
+    activity = initbox.call("GET", "/v1/health")[1]["activity"]
+    assert activity["callsInFlight"] == 0
+    # The end of a call counts as activity too: the freeze clock starts there.
+    assert activity["lastCallAt"] >= ended - 1500
