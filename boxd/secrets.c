@@ -129,6 +129,8 @@ static void collect_value(const char *value, void *ctx)
 	list->values[list->count++] = value;
 }
 
+static bool filter_installed;	/* between secrets_init and secrets_shutdown */
+
 static void rebuild_set(void)
 {
 	struct value_list list = { 0 };
@@ -136,10 +138,18 @@ static void rebuild_set(void)
 	struct mask_set *set = mask_set_new(list.values, NULL, list.count);
 	free(list.values);
 
+	/* With nothing to mask, text passes without a call per string. The
+	 * filter goes in before a set that masks something is in place, and out
+	 * only after an empty one is, so no text slips through in between. */
+	bool masks = mask_set_form_count(set) > 0;
+	if (filter_installed && masks)
+		redact_set_filter(secrets_mask_text);
 	pthread_mutex_lock(&set_lock);
 	struct mask_set *old = current_set;
 	current_set = set;
 	pthread_mutex_unlock(&set_lock);
+	if (filter_installed && !masks)
+		redact_set_filter(NULL);
 	__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 	mask_set_unref(old);
 	for (int i = 0; i < listener_count; i++)
@@ -403,13 +413,14 @@ void secrets_init(const char *run_dir, const char *work_dir)
 	keyring_name = xasprintf("boxd-secrets:%s", run_dir);
 	restore_from_keyring();
 	load_env_files(work_dir);
+	filter_installed = true;
 	rebuild_set();
-	redact_set_filter(secrets_mask_text);
 	health_register(contribute_health);
 }
 
 void secrets_shutdown(void)
 {
+	filter_installed = false;
 	redact_set_filter(NULL);
 	pthread_mutex_lock(&set_lock);
 	struct mask_set *set = current_set;

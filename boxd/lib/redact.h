@@ -7,10 +7,14 @@
 #ifndef BOXD_REDACT_H
 #define BOXD_REDACT_H
 
+#include <stdbool.h>
+
 /* Returns a new string (caller frees): `text` with every secret masked. */
 typedef char *(*redact_filter_fn)(const char *text);
 
 void redact_set_filter(redact_filter_fn filter);
 char *redact_text(const char *text);
+/* Whether a filter is installed (callers may skip work when none is). */
+bool redact_active(void);
 
 #endif
