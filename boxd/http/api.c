@@ -15,6 +15,7 @@
 #include "api-internal.h"
 #include "clock.h"
 #include "health.h"
+#include "http-errors.h"
 #include "lock.h"
 #include "log.h"
 #include "redact-json.h"
@@ -491,6 +492,7 @@ static bool apply_rules(struct api_request *req, const char *method)
 
 static void dispatch(struct evhttp_request *http, void *arg)
 {
+	http_errors_router_answers(http);
 	const char *method = method_name(evhttp_request_get_command(http));
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(http);
 	const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -540,6 +542,8 @@ void api_attach(struct evhttp *http)
 	evhttp_set_max_body_size(http, API_MAX_BODY);
 	/* Past the limit evhttp answers 413 at once and closes. Its lingering
 	 * close (read the rest, then answer) is not used: in libevent 2.1.12 it
-	 * keeps what it reads, so a 10 GB body would cost 10 GB. */
+	 * keeps what it reads, so a 10 GB body would cost 10 GB. Its answer
+	 * goes out as the contract's JSON (http-errors.c). */
+	http_errors_attach(http);
 	evhttp_set_gencb(http, dispatch, NULL);
 }

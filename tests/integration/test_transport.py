@@ -106,12 +106,46 @@ def test_body_over_the_hard_limit_is_refused_without_buffering(boxd):
     assert boxd.call("GET", "/v1/health")[0] == 200
 
 
+def json_error(reply):
+    """The contract's error of a raw reply: its status and error object."""
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert b"Content-Type: application/json" in head, head
+    length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+    assert len(body) == length
+    return int(head.split()[1]), json.loads(body)["error"]
+
+
 def test_malformed_http_is_400_and_boxd_stays_up(boxd):
     for junk in [b"GARBAGE\r\n\r\n", b"GET /v1/health HTTP/1.1\r\nBroken header\r\n\r\n",
                  b"\x00\xff\xfe binary\r\n\r\n", b"GET " + b"a" * 100000 + b" HTTP/1.1\r\n\r\n"]:
         reply = raw(boxd, junk, shutdown=True)
         assert reply == b"" or reply.startswith(b"HTTP/1.1 4"), reply[:100]
+        if reply:  # the contract's shape, even for what evhttp answers by itself
+            status, error = json_error(reply)
+            assert status >= 400 and error["code"] and error["message"], reply
     assert boxd.call("GET", "/v1/health")[0] == 200
+
+
+def test_evhttp_errors_are_json_after_a_router_answer_too(boxd):
+    """On a kept-alive connection: a normal answer goes out as it is, and
+    the over-limit request after it still gets the JSON 413."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(boxd.socket)
+    s.sendall(b"GET /v1/steps HTTP/1.1\r\nHost: x\r\n\r\n")
+    first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200") and b'"steps"' in first
+    s.sendall(b"POST /v1/sync/upload?dest=a HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+              % ((64 << 20) + 1))
+    reply = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    s.close()
+    status, error = json_error(reply)
+    assert status == 413 and error["code"] == "payload_too_large" and "/v1/uploads" in error["message"]
 
 
 def test_percent_escapes_in_the_path(boxd):
