@@ -16,7 +16,6 @@
 #include <event2/event.h>
 
 #include "http/api.h"
-#include "boxd.h"
 #include "helpers.h"
 #include "xalloc.h"
 
@@ -142,6 +141,13 @@ static void close_call_input(struct archive_call *call)
 
 static void trim_heap(evutil_socket_t fd, short events, void *arg);
 
+static struct event_base *loop; /* given at archive_client_init */
+
+void archive_client_init(struct event_base *base)
+{
+	loop = base;
+}
+
 static void call_finish_if_done(struct archive_call *call)
 {
 	if (!call->output_done || !call->exited)
@@ -170,7 +176,7 @@ static void call_finish_if_done(struct archive_call *call)
 	 * out; then hand the heap back, so one big call does not leave boxd's
 	 * resident size high. A single one-shot timer, not a poll. */
 	struct timeval later = {.tv_usec = 200 * 1000};
-	event_base_once(boxd_base(), -1, EV_TIMEOUT, trim_heap, NULL, &later);
+	event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
 }
 
 static void trim_heap(evutil_socket_t fd, short events, void *arg)
@@ -257,7 +263,7 @@ void archive_call(struct api_request *req, const char *const args[], int input_f
 		free(call);
 		return;
 	}
-	struct event_base *base = boxd_base();
+	struct event_base *base = loop;
 	if (call->process.input_fd >= 0) {
 		call->body = api_body(req, &call->body_length);
 		call->input_event = event_new(base, call->process.input_fd, EV_WRITE | EV_PERSIST,

@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct event_base;
+
+/* Worker calls watch their pipes and the worker's exit on `base`. */
+void archive_client_init(struct event_base *base);
+
 struct archive_process {
 	pid_t pid;
 	int pid_fd;    /* readable once the worker has exited (pidfd) */

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "cgroup.h"
+#include "config.h"
 #include "clock.h"
 #include "health.h"
 #include "log.h"
@@ -40,6 +40,9 @@
 static struct exec_job *jobs, *jobs_tail;
 static char *cgroup_base, *shim_cgroup, *pids_base;
 static char *shim_program, *boxd_program;
+/* Given at exec_init. */
+static struct event_base *loop;
+static const struct boxd_config *settings;
 
 
 /* ---- the job list ---- */
@@ -81,7 +84,7 @@ int exec_running_background(void)
 
 char *exec_state_path(const char *id, const char *name)
 {
-	const char *run = boxd_config()->run_dir;
+	const char *run = settings->run_dir;
 	return name ? xasprintf("%s/procs/%s/%s", run, id, name) : xasprintf("%s/procs/%s", run, id);
 }
 
@@ -291,7 +294,7 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
 void exec_job_monitor(struct exec_job *job, int fd)
 {
 	job->monitor_fd = fd;
-	job->monitor_event = event_new(boxd_base(), fd, EV_READ | EV_PERSIST, on_monitor, job);
+	job->monitor_event = event_new(loop, fd, EV_READ | EV_PERSIST, on_monitor, job);
 	event_add(job->monitor_event, NULL);
 }
 
@@ -371,7 +374,7 @@ static void add_masked_value(const char *value, void *context)
 /* Base environment, then the secrets, then the request's own entries. */
 static void build_env(const struct exec_request *r, struct shim_spec *spec)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	push_env(&spec->env, &spec->env_count,
 		 xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 	push_env(&spec->env, &spec->env_count, xasprintf("HOME=%s", r->home ? r->home : "/"));
@@ -388,7 +391,7 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 
 static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	*spec = (struct shim_spec){
 		.id = xstrdup(id), .cmd = xstrdup(r->cmd), .cwd = xstrdup(r->cwd),
 		.user = xstrdup(r->user), .uid = r->uid, .gid = r->gid,
@@ -515,7 +518,7 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 	if (!ok)
 		return false;
 	fcntl(start->status_fd, F_SETFL, O_NONBLOCK);
-	start->status_event = event_new(boxd_base(), start->status_fd, EV_READ | EV_PERSIST,
+	start->status_event = event_new(loop, start->status_fd, EV_READ | EV_PERSIST,
 					on_status, start);
 	event_add(start->status_event, NULL);
 	return true;
@@ -554,7 +557,7 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 
 static void prepare_cgroups(void)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	if (config->cgroup == CGROUP_MODE_OFF)
 		return;
 	struct cgroup_host host;
@@ -628,19 +631,21 @@ void exec_shutdown(void)
 			rmdir(dirs[i]);
 }
 
-void exec_init(void)
+void exec_init(struct event_base *base, const struct boxd_config *config)
 {
+	loop = base;
+	settings = config;
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	self[n > 0 ? n : 0] = '\0';
 	boxd_program = xstrdup(self);
 	shim_program = helper_path("boxd-shim");
-	char *procs = xasprintf("%s/procs", boxd_config()->run_dir);
+	char *procs = xasprintf("%s/procs", config->run_dir);
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
-	free(procs);
 	prepare_cgroups();
-	procs_adopt();
+	procs_adopt(procs);
+	free(procs);
 	exec_spawn_init(shim_program, shim_cgroup);
 	exec_spawn_spare();
 	health_register(contribute_health);

@@ -17,7 +17,9 @@
 
 #include "exit-record.h"
 
+struct boxd_config;
 struct event;
+struct event_base;
 
 /* Ended foreground commands are kept (and answer GET /v1/exec/{id}) this long. */
 #define EXEC_KEEP_ENDED_MS (60 * 60 * 1000)
@@ -61,8 +63,9 @@ struct exec_job {
 	struct exec_job *next;
 };
 
-/* Prepares cgroups and adopts every shim found in the run dir. */
-void exec_init(void);
+/* Prepares cgroups and adopts every shim found in the run dir. `config` is
+ * kept (not copied) until exec_shutdown. */
+void exec_init(struct event_base *base, const struct boxd_config *config);
 
 /* Removes boxd's cgroup dirs when no command is left in them. */
 void exec_shutdown(void);
@@ -106,8 +109,8 @@ char *exec_state_path(const char *id, const char *name);
 /* A new non-blocking connection to the job's shim, or -1. */
 int exec_connect(struct exec_job *job);
 
-/* procs.c: finds the shims in the run dir (at start). */
-void procs_adopt(void);
+/* procs.c: finds the shims in `dir` (RUN_DIR/procs, at start). */
+void procs_adopt(const char *dir);
 /* exec.c internals procs.c uses. */
 struct exec_job *exec_job_add(const char *id);
 void exec_job_monitor(struct exec_job *job, int fd);

@@ -9,7 +9,6 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "clock.h"
 #include "lock.h"
 #include "probe.h"
@@ -35,6 +34,9 @@ static void (*contributors[MAX_CONTRIBUTORS])(cJSON *health);
 static int contributor_count;
 static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
 static char boot_id[40];
+/* Given at health_init. */
+static struct event_base *loop;
+static const char *work_dir, *display_name;
 
 static struct display_state display;
 static bool docker_up;
@@ -154,7 +156,7 @@ static void sample_system(void)
 		sample->available_memory = read_available_memory(&info);
 	}
 	struct statvfs fs;
-	sample->have_disk = statvfs(boxd_config()->work_dir, &fs) == 0;
+	sample->have_disk = statvfs(work_dir, &fs) == 0;
 	if (sample->have_disk) {
 		sample->total_disk = (double)fs.f_blocks * fs.f_frsize;
 		sample->free_disk = (double)fs.f_bavail * fs.f_frsize;
@@ -177,7 +179,7 @@ static void add_system(cJSON *health)
 	add_number(memory, "totalBytes", sample->total_memory);
 	add_number(memory, "availableBytes", sample->available_memory);
 	cJSON *disk = cJSON_AddObjectToObject(health, "disk");
-	cJSON_AddStringToObject(disk, "path", boxd_config()->work_dir);
+	cJSON_AddStringToObject(disk, "path", work_dir);
 	if (sample->have_disk) {
 		add_number(disk, "totalBytes", sample->total_disk);
 		add_number(disk, "freeBytes", sample->free_disk);
@@ -190,7 +192,7 @@ static void add_system(cJSON *health)
 static void add_display(cJSON *health)
 {
 	cJSON *object = cJSON_AddObjectToObject(health, "display");
-	cJSON_AddStringToObject(object, "name", boxd_config()->display);
+	cJSON_AddStringToObject(object, "name", display_name);
 	cJSON_AddBoolToObject(object, "up", display.up);
 	if (display.up && display.width) {
 		add_number(object, "width", display.width);
@@ -276,20 +278,20 @@ static void on_docker_probe(void *arg, bool answered, const unsigned char *answe
 static void start_probes(void)
 {
 	char path[64];
-	int number = display_number(boxd_config()->display);
+	int number = display_number(display_name);
 	probes_running = 2;
 	if (number >= 0) {
 		snprintf(path, sizeof path, "/tmp/.X11-unix/X%d", number);
 		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request, x_answer_length,
 				       PROBE_TIMEOUT_MS};
-		probe_run(&x, on_display_probe, NULL);
+		probe_run(loop, &x, on_display_probe, NULL);
 	} else {
 		display.up = false;
 		probes_running--;
 	}
 	struct probe_spec docker = {"/var/run/docker.sock", docker_ping, sizeof docker_ping - 1,
 				    docker_answer_length, PROBE_TIMEOUT_MS};
-	probe_run(&docker, on_docker_probe, NULL);
+	probe_run(loop, &docker, on_docker_probe, NULL);
 }
 
 /* Probe results are served while fresh. Once stale, the answer uses the
@@ -342,8 +344,11 @@ static void read_boot_id(void)
 	boot_id[strcspn(boot_id, "\n")] = '\0';
 }
 
-void health_init(void)
+void health_init(struct event_base *base, const char *work, const char *display_setting)
 {
+	loop = base;
+	work_dir = work;
+	display_name = display_setting;
 	started_at_ms = clock_now_ms();
 	/* A box whose boxd just started is in use: count the start as a call. */
 	last_call_ms = started_at_ms;

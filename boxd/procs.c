@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "clock.h"
 #include "exec.h"
 #include "log.h"
@@ -58,11 +57,9 @@ static void adopt_one(const char *id)
 	exec_job_ended(job);
 }
 
-void procs_adopt(void)
+void procs_adopt(const char *dir)
 {
-	char *dir = xasprintf("%s/procs", boxd_config()->run_dir);
 	DIR *listing = opendir(dir);
-	free(dir);
 	if (!listing)
 		return;
 	int adopted = 0;

@@ -12,7 +12,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "health.h"
 #include "log.h"
 #include "xalloc.h"
@@ -27,6 +26,7 @@ static socklen_t peer_length;
 static char *peer_name;
 static int interval_sec;
 static struct bufferevent *connection;
+static struct event_base *loop; /* given at report_start */
 static bool connected, ready_sent;
 static int backoff_ms = BACKOFF_FIRST_MS;
 static struct event *retry_timer, *interval_timer;
@@ -159,7 +159,7 @@ static void on_peer_read(struct bufferevent *bev, void *arg)
 
 static void connect_now(void)
 {
-	connection = bufferevent_socket_new(boxd_base(), -1,
+	connection = bufferevent_socket_new(loop, -1,
 					    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(connection, on_peer_read, NULL, on_peer_event, NULL);
 	bufferevent_enable(connection, EV_READ | EV_WRITE);
@@ -171,14 +171,16 @@ static void connect_now(void)
 	}
 }
 
-bool report_start(const char *address, int interval, char *error, size_t error_size)
+bool report_start(struct event_base *base, const char *address, int interval, char *error,
+		  size_t error_size)
 {
+	loop = base;
 	if (!parse_address(address, error, error_size))
 		return false;
 	peer_name = xstrdup(address);
 	interval_sec = interval;
-	retry_timer = evtimer_new(boxd_base(), on_retry, NULL);
-	interval_timer = event_new(boxd_base(), -1, EV_PERSIST, on_interval, NULL);
+	retry_timer = evtimer_new(loop, on_retry, NULL);
+	interval_timer = event_new(loop, -1, EV_PERSIST, on_interval, NULL);
 	connect_now();
 	return true;
 }

@@ -18,7 +18,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "boxd.h"
 #include "helpers.h"
 #include "log.h"
 #include "screen-protocol.h"
@@ -56,6 +55,15 @@ static struct screen_worker_process *current; /* NULL: not running */
 static struct screen_worker_process *reaping;
 static uint32_t last_id;
 static void (*event_listener)(const cJSON *event);
+/* Given at screen_client_init. */
+static struct event_base *loop;
+static const char *display_name;
+
+void screen_client_init(struct event_base *base, const char *display)
+{
+	loop = base;
+	display_name = display;
+}
 
 void screen_client_on_event(void (*listener)(const cJSON *event))
 {
@@ -150,7 +158,7 @@ static void screen_worker_lost(struct screen_worker_process *worker)
 	worker->watchdog = NULL;
 	bufferevent_free(worker->channel);
 	worker->channel = NULL;
-	worker->reaper = evtimer_new(boxd_base(), screen_worker_reap, worker);
+	worker->reaper = evtimer_new(loop, screen_worker_reap, worker);
 	worker->next_reaping = reaping;
 	reaping = worker;
 	screen_worker_reap(-1, 0, worker);
@@ -266,7 +274,7 @@ static void screen_child(int child_end)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	execl(screen_program(), "boxd-screen", "--display", boxd_config()->display, (char *)NULL);
+	execl(screen_program(), "boxd-screen", "--display", display_name, (char *)NULL);
 	_exit(127);
 }
 
@@ -299,12 +307,12 @@ static struct screen_worker_process *screen_worker_start(char *error, size_t err
 	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);
 	worker->pid = pid;
 	worker->calls_tail = &worker->calls;
-	worker->channel = bufferevent_socket_new(boxd_base(), ends[0], BEV_OPT_CLOSE_ON_FREE);
+	worker->channel = bufferevent_socket_new(loop, ends[0], BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
 	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
-	worker->watchdog = evtimer_new(boxd_base(), screen_on_stuck, worker);
+	worker->watchdog = evtimer_new(loop, screen_on_stuck, worker);
 	log_msg(LOG_LEVEL_INFO, "started the screen worker (pid %d) for display %s", (int)pid,
-		boxd_config()->display);
+		display_name);
 	return worker;
 }
 

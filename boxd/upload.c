@@ -6,10 +6,17 @@
 
 #include "http/api.h"
 #include "archive-client.h"
-#include "boxd.h"
+#include "config.h"
 #include "steps.h"
 #include "work-path.h"
 #include "xalloc.h"
+
+static const struct boxd_config *settings; /* given at upload_init */
+
+void upload_init(const struct boxd_config *config)
+{
+	settings = config;
+}
 
 struct upload {
 	char *dest;
@@ -25,7 +32,7 @@ char *upload_dest(struct api_request *req)
 		return NULL;
 	}
 	const char *why = NULL;
-	char *relative = work_path_relative(boxd_config()->work_dir, dest, &why);
+	char *relative = work_path_relative(settings->work_dir, dest, &why);
 	if (!relative)
 		api_reply_bad_request(req, "dest %s", why);
 	return relative;
@@ -71,9 +78,9 @@ void upload_extract(struct api_request *req, const char *dest, int input_fd,
 	upload->dest = xstrdup(dest);
 	upload->done = done;
 	upload->done_arg = arg;
-	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
-	const char *args[] = {"extract", boxd_config()->work_dir, dest[0] ? dest : ".",
-			      "--user", boxd_config()->user ? boxd_config()->user : "root",
+	char *cache = xasprintf("%s/hash-cache", settings->run_dir);
+	const char *args[] = {"extract", settings->work_dir, dest[0] ? dest : ".",
+			      "--user", settings->user ? settings->user : "root",
 			      "--cache", cache, NULL};
 	archive_call(req, args, input_fd, 4096, answer, upload);
 	free(cache);

@@ -7,6 +7,10 @@
 #include <stdbool.h>
 
 struct api_request;
+struct boxd_config;
+
+/* Extractions use the work dir, run dir and user of `config` (kept). */
+void upload_init(const struct boxd_config *config);
 
 /* Extracts the request's own body (input_fd < 0) or the file open on
  * `input_fd` (a finished resumable upload; taken over and closed). `done`,

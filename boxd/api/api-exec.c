@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "clock.h"
 #include "exec.h"
 #include "redact.h"
@@ -78,7 +78,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 {
 	char given[64];
 	if (!user)
-		snprintf(given, sizeof given, "%s", boxd_config()->user ? boxd_config()->user : "root");
+		snprintf(given, sizeof given, "%s", api_config(req)->user ? api_config(req)->user : "root");
 	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
 		snprintf(given, sizeof given, "%s", user->valuestring);
 	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
@@ -109,7 +109,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
-	const char *work = boxd_config()->work_dir;
+	const char *work = api_config(req)->work_dir;
 	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;
@@ -350,7 +350,7 @@ static void stream_begin(struct exec_call *call)
 	cJSON_AddNumberToObject(event, "pid", call->job->meta.pid);
 	stream_event(call, event);
 	call->started_monotonic = clock_monotonic_ms();
-	call->alive = evtimer_new(boxd_base(), on_alive, call);
+	call->alive = evtimer_new(api_base(call->req), on_alive, call);
 	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
 	event_add(call->alive, &twenty);
 	call->fd = exec_connect(call->job);
@@ -359,7 +359,7 @@ static void stream_begin(struct exec_call *call)
 		stream_finish(call); /* the shim is gone already: its record says how */
 		return;
 	}
-	call->input = event_new(boxd_base(), call->fd, EV_READ | EV_PERSIST, on_stream_input, call);
+	call->input = event_new(api_base(call->req), call->fd, EV_READ | EV_PERSIST, on_stream_input, call);
 	event_add(call->input, NULL);
 }
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "exec.h"
 #include "redact.h"
 #include "steps.h"
@@ -109,7 +109,7 @@ static void wait_for_end(struct api_request *req, struct exec_job *job, double s
 	job->busy++;
 	api_set_data(req, wait, wait_release);
 	if (seconds > 0) {
-		wait->timer = evtimer_new(boxd_base(), on_wait_timeout, wait);
+		wait->timer = evtimer_new(api_base(req), on_wait_timeout, wait);
 		struct timeval limit = {(time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
 		event_add(wait->timer, &limit);
 	}

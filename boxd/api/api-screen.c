@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "clock.h"
 #include "health.h"
 #include "log.h"
@@ -221,9 +221,9 @@ static void handle_input(struct api_request *req)
 /* ---- recording ---- */
 
 /* Creates WORK/.sbx/recordings and names a new file there. */
-static bool screen_new_recording(char **id, char **path, char *error, size_t error_size)
+static bool screen_new_recording(const char *work, char **id, char **path, char *error,
+				 size_t error_size)
 {
-	const char *work = boxd_config()->work_dir;
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *directory = xasprintf("%s/.sbx/recordings", work);
 	bool ok = (mkdir(sbx, 0755) == 0 || errno == EEXIST) &&
@@ -279,7 +279,7 @@ static void handle_record_start(struct api_request *req)
 	}
 	screen_api_prepare();
 	char error[300];
-	if (!screen_new_recording(&recording.id, &recording.path, error, sizeof error)) {
+	if (!screen_new_recording(api_config(req)->work_dir, &recording.id, &recording.path, error, sizeof error)) {
 		screen_recording_clear();
 		api_reply_error(req, 500, "internal", "%s", error);
 		return;

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "dotenv.h"
 #include "secrets.h"
 #include "steps.h"
@@ -147,7 +147,7 @@ static void handle_put_env(struct api_request *req)
 	}
 	dotenv_free(&env);
 
-	const char *work = boxd_config()->work_dir;
+	const char *work = api_config(req)->work_dir;
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);

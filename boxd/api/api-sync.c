@@ -13,7 +13,7 @@
 
 #include "http/api.h"
 #include "archive-client.h"
-#include "boxd.h"
+#include "config.h"
 #include "log.h"
 #include "upload.h"
 #include "work-path.h"
@@ -62,7 +62,7 @@ static void handle_diff(struct api_request *req)
 		return;
 	}
 	const char *why = NULL;
-	char *relative = work_path_relative(boxd_config()->work_dir, dest, &why);
+	char *relative = work_path_relative(api_config(req)->work_dir, dest, &why);
 	if (!relative) {
 		api_reply_bad_request(req, "dest %s", why);
 		return;
@@ -78,8 +78,8 @@ static void handle_diff(struct api_request *req)
 		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
 		return;
 	}
-	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
-	const char *args[] = {"diff", boxd_config()->work_dir, relative[0] ? relative : ".", limit,
+	char *cache = xasprintf("%s/hash-cache", api_config(req)->run_dir);
+	const char *args[] = {"diff", api_config(req)->work_dir, relative[0] ? relative : ".", limit,
 			      cache, NULL};
 	archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
 	free(cache);

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "api-internal.h"
-#include "boxd.h"
 #include "listeners.h"
 #include "log.h"
 #include "xalloc.h"
@@ -38,10 +37,11 @@ static void serve_vsock(const struct boxd_config *config)
 	log_msg(LOG_LEVEL_INFO, "serving on vsock port %d", config->vsock_port);
 }
 
-bool server_start(const struct boxd_config *config, char *error, size_t error_size)
+bool server_start(struct event_base *base, const struct boxd_config *config, char *error,
+		  size_t error_size)
 {
-	http = evhttp_new(boxd_base());
-	api_attach(http);
+	http = evhttp_new(base);
+	api_attach(http, base, config);
 	/* A client that connects and says nothing, or stops halfway through its
 	 * request, is dropped after this long. */
 	evhttp_set_timeout(http, config->idle_timeout_sec);
