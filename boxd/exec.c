@@ -1,5 +1,5 @@
 /* exec.c: starting shims and following them from the event loop. */
-#include "exec.h"
+#include "exec-internal.h"
 #include "exec-spawn.h"
 #include "helpers.h"
 
@@ -88,10 +88,17 @@ char *exec_state_path(const char *id, const char *name)
 	return name ? xasprintf("%s/procs/%s/%s", run, id, name) : xasprintf("%s/procs/%s", run, id);
 }
 
-static void remove_state_dir(const char *id)
+struct event_base *exec_loop(void)
 {
-	const char *names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp", "exit.tmp",
-			       "stdout.tmp", "stderr.tmp"};
+	return loop;
+}
+
+void exec_remove_state_dir(const char *id)
+{
+	/* Every file a shim writes there, and the NAME.tmp each is written
+	 * under first (fields_write_file renames it into place). */
+	static const char *const names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp",
+					    "exit.tmp", "stdout.tmp", "stderr.tmp"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *path = exec_state_path(id, names[i]);
 		unlink(path);
@@ -127,7 +134,7 @@ void exec_forget(struct exec_job *job)
 	*link = job->next;
 	if (jobs_tail == job)
 		jobs_tail = previous;
-	remove_state_dir(job->id);
+	exec_remove_state_dir(job->id);
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
 	cgroup_job_remove(&tree);
 	job_free(job);
@@ -148,7 +155,22 @@ static void sweep_old(void)
 	}
 }
 
-/* ---- watching ---- */
+/* ---- holding and watching ---- */
+
+void exec_hold(struct exec_job *job)
+{
+	job->busy++;
+}
+
+void exec_release(struct exec_job *job)
+{
+	job->busy--;
+}
+
+bool exec_held(const struct exec_job *job)
+{
+	return job->busy > 0;
+}
 
 void exec_watch(struct exec_job *job, struct exec_watch *watch)
 {
@@ -300,12 +322,14 @@ void exec_job_monitor(struct exec_job *job, int fd)
 
 bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
 {
-	if (job->monitor_fd < 0)
-		return false;
 	char message[64];
 	int n = snprintf(message, sizeof message, "%c%d %lld", SHIM_MSG_STOP, signal,
 			 (long long)grace_ms);
-	return send(job->monitor_fd, message, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n;
+	if (job->monitor_fd >= 0 &&
+	    send(job->monitor_fd, message, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+		return true;
+	exec_job_lost(job); /* no shim to ask: the tree is killed */
+	return false;
 }
 
 /* ---- starting a shim ---- */
@@ -434,7 +458,7 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 	if (start->status_fd >= 0)
 		close(start->status_fd);
 	if (!job)
-		remove_state_dir(start->id);
+		exec_remove_state_dir(start->id);
 	start->started(start->arg, job, code, error);
 	exec_request_free(start->request);
 	free(start->id);
@@ -644,7 +668,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
 	prepare_cgroups();
-	procs_adopt(procs);
+	exec_adopt(procs);
 	free(procs);
 	exec_spawn_init(shim_program, shim_cgroup);
 	exec_spawn_spare();

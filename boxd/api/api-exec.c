@@ -15,7 +15,6 @@
 #include "clock.h"
 #include "exec.h"
 #include "redact.h"
-#include "shim-protocol.h"
 #include "steps.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -199,8 +198,8 @@ struct exec_call {
 	struct exec_watch watch;
 	bool watching;
 	/* streaming */
-	int fd;
-	struct event *input, *alive;
+	struct exec_stream *stream;
+	struct event *alive;
 	int64_t started_monotonic;
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
@@ -213,13 +212,10 @@ static void call_release(void *data)
 	if (call->watching)
 		exec_unwatch(call->job, &call->watch);
 	if (call->job)
-		call->job->busy--;
-	if (call->input)
-		event_free(call->input);
+		exec_release(call->job);
+	exec_stream_close(call->stream);
 	if (call->alive)
 		event_free(call->alive);
-	if (call->fd >= 0)
-		close(call->fd);
 	free(call);
 }
 
@@ -252,8 +248,20 @@ static void emit_output(struct exec_call *call, int which, const char *data, siz
 	stream_event(call, event);
 }
 
-static void stream_output(struct exec_call *call, int which, const char *data, size_t length)
+static void throttle(struct exec_call *call)
 {
+	if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
+		/* The client reads slowly: stop taking output (the shim counts
+		 * what it cannot send) until the socket drains. */
+		exec_stream_pause(call->stream);
+		call->paused = true;
+	}
+}
+
+static void stream_output(void *arg, bool is_stderr, const char *data, size_t length)
+{
+	struct exec_call *call = arg;
+	int which = is_stderr;
 	/* Join the previous piece's incomplete character, hold back this one's. */
 	size_t joined_length = call->carry_length[which] + length;
 	char *joined = xmalloc(joined_length);
@@ -267,14 +275,27 @@ static void stream_output(struct exec_call *call, int which, const char *data, s
 	free(joined);
 	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
 	event_add(call->alive, &twenty);
+	throttle(call);
 }
 
-static void stream_finish(struct exec_call *call)
+static void stream_lost(void *arg, double bytes)
 {
+	struct exec_call *call = arg;
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "type", "lost");
+	cJSON_AddNumberToObject(event, "bytes", bytes);
+	cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
+	stream_event(call, event);
+	throttle(call);
+}
+
+/* The job has ended (exec read its record). */
+static void stream_finish(void *arg)
+{
+	struct exec_call *call = arg;
 	for (int which = 0; which < 2; which++)
 		if (call->carry_length[which]) /* a character cut short by the end */
 			emit_output(call, which, call->carry[which], call->carry_length[which]);
-	exec_job_ended(call->job);
 	cJSON *event = exec_result_json(call->job, false);
 	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");
@@ -282,43 +303,12 @@ static void stream_finish(struct exec_call *call)
 	api_stream_end(call->req);
 }
 
-static void on_stream_input(evutil_socket_t fd, short what, void *arg)
-{
-	struct exec_call *call = arg;
-	static char message[SHIM_MESSAGE_MAX];
-	for (int round = 0; round < 64; round++) {
-		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
-			stream_finish(call);
-			return;
-		}
-		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR)
-			stream_output(call, message[0] == SHIM_MSG_STDERR, message + 1, (size_t)n - 1);
-		else if (message[0] == SHIM_MSG_LOST) {
-			cJSON *event = cJSON_CreateObject();
-			cJSON_AddStringToObject(event, "type", "lost");
-			cJSON_AddNumberToObject(event, "bytes", atof(message + 1));
-			cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
-			stream_event(call, event);
-		}
-		if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
-			/* The client reads slowly: stop taking output (the shim
-			 * counts what it cannot send) until the socket drains. */
-			event_del(call->input);
-			call->paused = true;
-			return;
-		}
-	}
-}
-
 static void on_stream_drained(struct api_request *req)
 {
 	struct exec_call *call = api_data(req);
 	if (call && call->paused && api_stream_pending(req) < EXEC_STREAM_HIGH / 4) {
 		call->paused = false;
-		event_add(call->input, NULL);
+		exec_stream_resume(call->stream);
 	}
 }
 
@@ -353,14 +343,12 @@ static void stream_begin(struct exec_call *call)
 	call->alive = evtimer_new(api_base(call->req), on_alive, call);
 	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
 	event_add(call->alive, &twenty);
-	call->fd = exec_connect(call->job);
-	char subscribe = SHIM_MSG_SUBSCRIBE;
-	if (call->fd < 0 || send(call->fd, &subscribe, 1, MSG_NOSIGNAL) != 1) {
+	static const struct exec_stream_callbacks callbacks = {
+		.output = stream_output, .lost = stream_lost, .ended = stream_finish,
+	};
+	call->stream = exec_subscribe(call->job, &callbacks, call);
+	if (!call->stream)
 		stream_finish(call); /* the shim is gone already: its record says how */
-		return;
-	}
-	call->input = event_new(api_base(call->req), call->fd, EV_READ | EV_PERSIST, on_stream_input, call);
-	event_add(call->input, NULL);
 }
 
 /* ---- the routes ---- */
@@ -384,7 +372,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 		return;
 	}
 	call->job = job;
-	job->busy++;
+	exec_hold(job);
 	if (job->meta.background) {
 		char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
 		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
@@ -417,7 +405,6 @@ static void handle_exec(struct api_request *req)
 			     strstr(accept, "application/x-ndjson");
 	struct exec_call *call = xcalloc(1, sizeof *call);
 	call->req = req;
-	call->fd = -1;
 	api_set_data(req, call, call_release);
 	exec_start(request, on_started, call);
 }

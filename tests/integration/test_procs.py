@@ -103,6 +103,18 @@ def test_shim_killed_while_boxd_is_down(box):
     assert p["state"] == "exited" and p["signal"] == "SIGKILL" and p["message"]
 
 
+def test_state_dirs_of_shims_that_never_started_are_removed(box):
+    box.stop()
+    for name in ("c_0123456789abcdef", "b_0123456789abcdef"):
+        state = os.path.join(box.run_dir, "procs", name)
+        os.makedirs(state)
+        for leftover in ("meta", "meta.tmp", "exit.tmp", "stdout.tmp", "sock"):
+            with open(os.path.join(state, leftover), "w") as f:
+                f.write("not a shim's meta" if leftover == "meta" else "")
+    box.start()
+    assert sorted(os.listdir(os.path.join(box.run_dir, "procs"))) == []
+
+
 def test_restart_keeps_procs_and_their_logs(box):
     bg_id = start_bg(box, "echo before; sleep 1.5; echo after")
     wait_for(lambda: proc(box, bg_id)["logBytes"] > 0, what="first output")
