@@ -20,9 +20,9 @@
 #include <unistd.h>
 
 #include "http/api.h"
+#include "api-archive.h"
 #include "config.h"
 #include "manifest.h"
-#include "upload.h"
 #include "xalloc.h"
 
 #define ID_LENGTH 32
@@ -100,7 +100,7 @@ static void remove_stale(const char *dir_path)
 
 static void handle_create(struct api_request *req)
 {
-	char *dest = upload_dest(req);
+	char *dest = api_upload_dest(req);
 	if (!dest)
 		return;
 	char *dir = spool_dir(api_config(req)->work_dir);
@@ -316,7 +316,7 @@ static void handle_finish(struct api_request *req)
 	struct finishing *finishing = xcalloc(1, sizeof *finishing);
 	finishing->work_dir = api_config(req)->work_dir;
 	strcpy(finishing->id, id);
-	upload_extract(req, dest, fd, finish_done, finishing);
+	api_upload_extract(req, dest, fd, finish_done, finishing);
 }
 
 static void handle_delete(struct api_request *req)
