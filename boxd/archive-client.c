@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,7 +72,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 		return false;
 	}
 	process->pid = pid;
-	process->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	process->pid_fd = helper_pidfd(pid);
 	process->input_fd = input[1];
 	process->output_fd = output[0];
 	process->error_fd = error[0];
@@ -101,12 +100,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 
 int archive_run_reap(struct archive_process *process)
 {
-	siginfo_t info = {0};
-	int status = -1;
-	if (waitid(P_PIDFD, (id_t)process->pid_fd, &info, WEXITED | WNOHANG) == 0 && info.si_pid) {
-		status = info.si_code == CLD_EXITED ? info.si_status << 8 : (info.si_status & 0x7f);
-	}
-	close(process->pid_fd);
+	int status = helper_reap(process->pid_fd);
 	process->pid_fd = -1;
 	return status;
 }

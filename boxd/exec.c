@@ -468,8 +468,8 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 /* The shim's one-line answer: "ready SHIM PID STARTED" or "error CODE TEXT". */
 static void start_answered(struct exec_start *start)
 {
-	/* The first shim process exits right after forking: reaping it is quick. */
-	waitpid(start->first_pid, NULL, 0);
+	/* The first shim process exits right after forking: reaped when it has. */
+	helper_watch_exit(loop, start->first_pid, -1, NULL, NULL);
 	exec_spawn_spare(); /* for the next command, now that this one runs */
 	start->status[start->status_length] = '\0';
 	start->status[strcspn(start->status, "\n")] = '\0';
