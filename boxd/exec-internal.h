@@ -24,6 +24,9 @@ void exec_job_monitor(struct exec_job *job, int fd);
 /* Reads the job's exit record and tells its watchers; without a record the
  * shim was killed (exec_job_lost). Does nothing for an ended job. */
 void exec_job_ended(struct exec_job *job);
+/* The same on the shim's exit notice, whose payload is the record itself
+ * when the shim could not write its file (`length` 0: none). */
+void exec_job_exit_notice(struct exec_job *job, const char *record, size_t length);
 /* Kills the tree of a job whose shim is gone and records its end. */
 void exec_job_lost(struct exec_job *job);
 

@@ -20,11 +20,12 @@ struct exec_stream {
 	bool paused;
 };
 
-/* The end of the job: its record is read, then the subscriber is told. The
- * subscriber may close the stream from `ended`, so nothing touches it after. */
-static void stream_ended(struct exec_stream *stream)
+/* The end of the job: its record is read (or taken from the exit notice),
+ * then the subscriber is told. The subscriber may close the stream from
+ * `ended`, so nothing touches it after. */
+static void stream_ended(struct exec_stream *stream, const char *record, size_t length)
 {
-	exec_job_ended(stream->job);
+	exec_job_exit_notice(stream->job, record, length);
 	stream->callbacks->ended(stream->arg);
 }
 
@@ -38,7 +39,7 @@ static void on_input(evutil_socket_t fd, short what, void *arg)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
-			stream_ended(stream);
+			stream_ended(stream, message + 1, n > 0 ? (size_t)n - 1 : 0);
 			return;
 		}
 		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR)

@@ -205,15 +205,21 @@ static char *summary_of(const struct exec_job *job)
 
 void exec_job_ended(struct exec_job *job)
 {
+	exec_job_exit_notice(job, NULL, 0);
+}
+
+void exec_job_exit_notice(struct exec_job *job, const char *record, size_t length)
+{
 	if (job->state == EXEC_ENDED)
 		return;
 	char *path = exec_state_path(job->id, "exit");
-	if (!exit_record_read(&job->exit, path)) {
-		free(path);
+	bool known = exit_record_read(&job->exit, path) ||
+		     (length && exit_record_parse(&job->exit, record, length));
+	free(path);
+	if (!known) {
 		exec_job_lost(job);
 		return;
 	}
-	free(path);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
 	if (job->adopted)
@@ -309,7 +315,7 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if (message[0] == SHIM_MSG_EXIT)
-			exec_job_ended(job);
+			exec_job_exit_notice(job, message + 1, (size_t)n - 1);
 	}
 }
 

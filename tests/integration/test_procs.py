@@ -103,6 +103,20 @@ def test_shim_killed_while_boxd_is_down(box):
     assert p["state"] == "exited" and p["signal"] == "SIGKILL" and p["message"]
 
 
+def test_exit_record_that_cannot_be_written_still_gives_the_end(box):
+    # A directory where the shim writes its record's temporary file makes
+    # the write fail as a full disk would.
+    bg_id = start_bg(box, "sleep 0.5; exit 3")
+    blocker = os.path.join(box.run_dir, "procs", bg_id, "exit.tmp")
+    os.mkdir(blocker)
+    try:
+        p = wait_exited(box, bg_id)
+        assert p["exitCode"] == 3 and p["signal"] is None
+        assert "could not be written" in p["message"] and "killed" not in p["message"]
+    finally:
+        os.rmdir(blocker)
+
+
 def test_state_dirs_of_shims_that_never_started_are_removed(box):
     box.stop()
     for name in ("c_0123456789abcdef", "b_0123456789abcdef"):
