@@ -44,7 +44,8 @@ def test_wait_times_out_then_returns(box):
 
 
 def test_stop_whole_tree_with_grace(box):
-    bg_id = start_bg(box, "setsid sleep 100 & echo $!; trap '' TERM; sleep 100")
+    # The trap comes first: the pid in the log then says it is in place.
+    bg_id = start_bg(box, "trap '' TERM; setsid sleep 100 & echo $!; sleep 100")
     wait_for(lambda: proc(box, bg_id)["logBytes"] > 0, what="the child pid in the log")
     child = int(open(proc(box, bg_id)["logPath"]).read())
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop", {"signal": "SIGTERM", "graceSec": 1})
