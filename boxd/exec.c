@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +24,7 @@
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "random-id.h"
 #include "redact.h"
 #include "report.h"
 #include "shim-protocol.h"
@@ -354,16 +354,9 @@ struct exec_start {
 
 static char *random_id(char prefix)
 {
-	unsigned char bytes[8];
-	if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
-		for (size_t i = 0; i < sizeof bytes; i++)
-			bytes[i] = (unsigned char)(clock_monotonic_us() >> (i * 3));
-	char *id = xmalloc(2 + 2 * sizeof bytes + 1);
-	id[0] = prefix;
-	id[1] = '_';
-	for (size_t i = 0; i < sizeof bytes; i++)
-		sprintf(id + 2 + 2 * i, "%02x", bytes[i]);
-	return id;
+	char hex[17];
+	random_hex(hex, 8);
+	return xasprintf("%c_%s", prefix, hex);
 }
 
 void exec_request_free(struct exec_request *r)

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "http/api.h"
@@ -16,6 +15,7 @@
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "random-id.h"
 #include "screen-client.h"
 #include "steps.h"
 #include "xalloc.h"
@@ -230,10 +230,9 @@ static bool screen_new_recording(const char *work, char **id, char **path, char 
 		  (mkdir(directory, 0755) == 0 || errno == EEXIST);
 	if (!ok)
 		snprintf(error, error_size, "cannot create %s: %s", directory, strerror(errno));
-	uint32_t random = 0;
-	if (getrandom(&random, sizeof random, 0) != sizeof random)
-		random = (uint32_t)clock_monotonic_us();
-	*id = xasprintf("r_%" PRIx64 "%08" PRIx32, (uint64_t)clock_now_ms(), random);
+	char random[9];
+	random_hex(random, 4);
+	*id = xasprintf("r_%" PRIx64 "%s", (uint64_t)clock_now_ms(), random);
 	*path = xasprintf("%s/%s.mp4", directory, *id);
 	free(sbx);
 	free(directory);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +21,7 @@
 #include "http/api.h"
 #include "api-archive.h"
 #include "config.h"
-#include "manifest.h"
+#include "random-id.h"
 #include "xalloc.h"
 
 #define ID_LENGTH 32
@@ -110,14 +109,8 @@ static void handle_create(struct api_request *req)
 	free(sbx);
 	remove_stale(dir);
 	free(dir);
-	unsigned char random[ID_LENGTH / 2];
 	char id[ID_LENGTH + 1];
-	if (getrandom(random, sizeof random, 0) != sizeof random) {
-		free(dest);
-		api_reply_error(req, 500, "internal", "no randomness for an upload id: %s", strerror(errno));
-		return;
-	}
-	manifest_hex_encode(random, sizeof random, id);
+	random_hex(id, ID_LENGTH / 2);
 	const char *work = api_config(req)->work_dir;
 	char *dest_path = spool_file(work, id, "dest"), *part_path = spool_file(work, id, "part");
 	FILE *file = fopen(dest_path, "wxe");
