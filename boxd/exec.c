@@ -191,9 +191,9 @@ void exec_unwatch(struct exec_job *job, struct exec_watch *watch)
 		}
 }
 
-static char *summary_of(const struct exec_job *job)
+char *exec_summary(const char *command)
 {
-	char *cmd = redact_text(job->meta.cmd ? job->meta.cmd : "");
+	char *cmd = redact_text(command ? command : "");
 	/* One line: the first line of the command, shortened. */
 	size_t length = strcspn(cmd, "\n");
 	if (length > 80)
@@ -224,7 +224,7 @@ void exec_job_exit_notice(struct exec_job *job, const char *record, size_t lengt
 	job->ended_monotonic = clock_monotonic_ms();
 	if (job->adopted)
 		return; /* found ended at start: no step, no report, no watcher yet */
-	char *what = summary_of(job);
+	char *what = exec_summary(job->meta.cmd);
 	const char *sig = signal_name(job->exit.signal);
 	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s after %.1f s%s",
 		  what, job->meta.cwd ? job->meta.cwd : "?",

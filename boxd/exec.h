@@ -91,6 +91,10 @@ struct exec_watch {
 void exec_watch(struct exec_job *job, struct exec_watch *watch);
 void exec_unwatch(struct exec_job *job, struct exec_watch *watch);
 
+/* A command as steps show it: its first line, masked, at most 80 bytes,
+ * " ..." when there is more. Caller frees. */
+char *exec_summary(const char *command);
+
 /* A request that keeps a job in hand holds it: a held job is not forgotten
  * (the hourly sweep skips it, exec_held() tells DELETE to refuse). */
 void exec_hold(struct exec_job *job);

@@ -14,7 +14,6 @@
 #include "config.h"
 #include "clock.h"
 #include "exec.h"
-#include "redact.h"
 #include "steps.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -353,16 +352,6 @@ static void stream_begin(struct exec_call *call)
 
 /* ---- the routes ---- */
 
-static char *first_line(const char *cmd)
-{
-	char *masked = redact_text(cmd);
-	size_t length = strcspn(masked, "\n");
-	char *line = xasprintf("%.*s%s", (int)(length > 80 ? 80 : length), masked,
-			       masked[length] || length > 80 ? " ..." : "");
-	free(masked);
-	return line;
-}
-
 static void on_started(void *arg, struct exec_job *job, const char *code, const char *error)
 {
 	struct exec_call *call = arg;
@@ -374,7 +363,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 	call->job = job;
 	exec_hold(job);
 	if (job->meta.background) {
-		char *what = first_line(job->meta.cmd ? job->meta.cmd : "");
+		char *what = exec_summary(job->meta.cmd);
 		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
 		free(what);
 		cJSON *answer = cJSON_CreateObject();
