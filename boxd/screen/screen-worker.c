@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "input.h"
+#include "io.h"
 #include "log.h"
 #include "record.h"
 #include "screen-encode.h"
@@ -45,21 +46,6 @@
 
 
 /* ---- frames ---- */
-
-static bool worker_read_full(int fd, void *buffer, size_t length)
-{
-	uint8_t *at = buffer;
-	while (length > 0) {
-		ssize_t n = read(fd, at, length);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		at += n;
-		length -= (size_t)n;
-	}
-	return true;
-}
 
 void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length)
 {
@@ -276,7 +262,7 @@ static void worker_handle(struct worker *worker, cJSON *request, char *error, si
 static bool worker_read_request(struct worker *worker)
 {
 	struct screen_frame_header header;
-	if (!worker_read_full(worker->fd, &header, sizeof header))
+	if (!io_read_full(worker->fd, &header, sizeof header))
 		return false;
 	if (header.json_length == 0 || header.json_length > SCREEN_FRAME_MAX_JSON ||
 	    header.payload_length != 0) {
@@ -285,7 +271,7 @@ static bool worker_read_request(struct worker *worker)
 		return false;
 	}
 	char *text = xmalloc(header.json_length + 1);
-	bool ok = worker_read_full(worker->fd, text, header.json_length);
+	bool ok = io_read_full(worker->fd, text, header.json_length);
 	text[header.json_length] = '\0';
 	cJSON *request = ok ? cJSON_Parse(text) : NULL;
 	free(text);
