@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import MEMORY_SCALE, wait_for
+from conftest import MEMORY_SCALE, assert_error, wait_for
 from exec_helpers import (alive, box, cleanup, ok, read_fields, run, shim_states, start_bg,
                           stream, wait_exited, wait_result)
 
@@ -83,7 +83,7 @@ def test_huge_env_is_refused_and_large_env_works(box):
     assert status == 400 and "env is too large" in body["error"]["message"]
     many = {f"K{i}": "y" * 1000 for i in range(1100)}
     status, body = run(box, "true", env=many)
-    assert status == 400
+    assert_error((status, body), 400, "bad_request")
     body = ok(box, 'echo ${#BIG}', env={"BIG": "x" * (100 * 1024)})
     assert body["stdout"] == "102400\n"
 
@@ -268,7 +268,7 @@ def test_steps_and_unknown_id(box):
     assert any(s["kind"] == "exec" and "step-marker" in s["summary"] and "exit 0" in s["summary"]
                for s in steps)
     status, body = box.call("GET", "/v1/exec/c_nope")
-    assert status == 404
+    assert_error((status, body), 404, "not_found")
 
 
 def test_two_hundred_concurrent_commands(box):

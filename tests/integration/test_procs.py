@@ -5,7 +5,7 @@ import os
 import signal
 import time
 
-from conftest import wait_for
+from conftest import assert_error, wait_for
 from exec_helpers import (alive, box, ok, proc, read_fields, run, shim_states, start_bg,
                           wait_exited)
 
@@ -28,8 +28,8 @@ def test_background_lifecycle(box):
 
 def test_foreground_ids_are_not_procs(box):
     body = ok(box, "true")
-    assert box.call("GET", f"/v1/procs/{body['id']}")[0] == 404
-    assert box.call("GET", "/v1/procs/b_unknown")[0] == 404
+    assert_error(box.call("GET", f"/v1/procs/{body['id']}"), 404, "not_found")
+    assert_error(box.call("GET", "/v1/procs/b_unknown"), 404, "not_found")
 
 
 def test_wait_times_out_then_returns(box):
@@ -40,7 +40,7 @@ def test_wait_times_out_then_returns(box):
     status, body = box.call("POST", f"/v1/procs/{bg_id}/wait", {"timeoutSec": 30})
     assert status == 200 and body["state"] == "exited" and "waitTimedOut" not in body
     status, body = box.call("POST", f"/v1/procs/{bg_id}/wait", {"timeoutSec": -1})
-    assert status == 400
+    assert_error((status, body), 400, "bad_request")
 
 
 def test_stop_whole_tree_with_grace(box):
@@ -52,17 +52,17 @@ def test_stop_whole_tree_with_grace(box):
     assert status == 200 and body["state"] == "exited" and body["signal"] == "SIGKILL"
     wait_for(lambda: not alive(child), what="the setsid child to end")
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop", {"signal": "NOPE"})
-    assert status == 400
+    assert_error((status, body), 400, "bad_request")
 
 
 def test_stop_with_default_signal_and_delete(box):
     bg_id = start_bg(box, "sleep 100")
-    assert box.call("DELETE", f"/v1/procs/{bg_id}")[0] == 409
+    assert_error(box.call("DELETE", f"/v1/procs/{bg_id}"), 409, "conflict")
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop")
     assert status == 200 and body["signal"] == "SIGTERM" and body["exitCode"] == 143
     log_path = body["logPath"]
     assert box.call("DELETE", f"/v1/procs/{bg_id}")[0] == 200
-    assert box.call("GET", f"/v1/procs/{bg_id}")[0] == 404
+    assert_error(box.call("GET", f"/v1/procs/{bg_id}"), 404, "not_found")
     assert os.path.exists(log_path)
 
 

@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from conftest import assert_error
 from synclib import entry_hash, expected_changed, manifest_for, walk_entries
 
 
@@ -165,7 +166,7 @@ def test_dest_outside_work_dir(boxd, tmp_path):
     manifest = b"%s %s\n" % (entry_hash(str(outside / "secret")).encode(), b"secret".hex().encode())
     for dest in ["escape", "../outside", str(outside)]:
         status, answer = post_diff(boxd, dest, manifest)
-        assert status == 400, (dest, answer)
+        assert_error((status, answer), 400, "bad_request", dest)
     # A symlink inside dest that leads out is never followed: it differs.
     os.makedirs(os.path.join(boxd.work_dir, "app"))
     os.symlink(str(outside), os.path.join(boxd.work_dir, "app", "out"))
@@ -174,7 +175,7 @@ def test_dest_outside_work_dir(boxd, tmp_path):
 
 
 def test_limit_must_be_a_number(boxd):
-    assert post_diff(boxd, "app", b"", limit="lots")[0] == 400
+    assert_error(post_diff(boxd, "app", b"", limit="lots"), 400, "bad_request")
 
 
 def test_cache_grows_past_its_first_size(boxd):
