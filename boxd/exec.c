@@ -31,6 +31,7 @@
 #include "shim-spec.h"
 #include "secrets.h"
 #include "steps.h"
+#include "text.h"
 #include "xalloc.h"
 
 #define EXEC_LOG_CAP_BYTES (512ull << 20)
@@ -532,10 +533,8 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 		       size_t error_size)
 {
 	int spec_fd = spec_memfd(spec);
-	if (spec_fd < 0) {
-		snprintf(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-		return false;
-	}
+	if (spec_fd < 0)
+		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
 	bool ok = exec_spawn(spec_fd, &start->first_pid, &start->status_fd, error, error_size);
 	close(spec_fd);
 	if (!ok)

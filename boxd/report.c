@@ -14,6 +14,7 @@
 
 #include "health.h"
 #include "log.h"
+#include "text.h"
 #include "xalloc.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -39,11 +40,9 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 	if (strncmp(address, "unix:", 5) == 0) {
 		struct sockaddr_un *un = (struct sockaddr_un *)&peer_address;
 		const char *path = address + 5;
-		if (!*path || strlen(path) >= sizeof un->sun_path) {
-			snprintf(error, error_size, "--report unix:PATH needs a path shorter than %zu bytes",
-				 sizeof un->sun_path);
-			return false;
-		}
+		if (!*path || strlen(path) >= sizeof un->sun_path)
+			return text_fail(error, error_size, "--report unix:PATH needs a path shorter than %zu bytes",
+					 sizeof un->sun_path);
 		un->sun_family = AF_UNIX;
 		strcpy(un->sun_path, path);
 		peer_length = sizeof *un;
@@ -59,8 +58,7 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 		peer_length = sizeof *vm;
 		return true;
 	}
-	snprintf(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`", address);
-	return false;
+	return text_fail(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`", address);
 }
 
 static void write_event(const char *event, cJSON *health)

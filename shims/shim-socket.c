@@ -18,6 +18,7 @@
 #include "exit-record.h"
 #include "shim-protocol.h"
 #include "shim.h"
+#include "text.h"
 #include "xalloc.h"
 
 bool socket_listen(struct shim *shim, char *error, size_t error_size)
@@ -35,9 +36,8 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	if (shim->listen_fd < 0 ||
 	    bind(shim->listen_fd, (struct sockaddr *)&address, sizeof address) != 0 ||
 	    listen(shim->listen_fd, 8) != 0) {
-		snprintf(error, error_size, "cannot listen on %s: %s", address.sun_path,
-			 strerror(errno));
-		return false;
+		return text_fail(error, error_size, "cannot listen on %s: %s", address.sun_path,
+				 strerror(errno));
 	}
 	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
 		shim->clients[i].fd = -1;

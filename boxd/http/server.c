@@ -9,6 +9,7 @@
 #include "api-internal.h"
 #include "listeners.h"
 #include "log.h"
+#include "text.h"
 #include "xalloc.h"
 
 static struct evhttp *http;
@@ -50,10 +51,8 @@ bool server_start(struct event_base *base, const struct boxd_config *config, cha
 	if (unix_fd < 0)
 		return false;
 	listeners_guard_unix(unix_fd);
-	if (!evhttp_accept_socket_with_handle(http, unix_fd)) {
-		snprintf(error, error_size, "cannot serve on %s", config->socket_path);
-		return false;
-	}
+	if (!evhttp_accept_socket_with_handle(http, unix_fd))
+		return text_fail(error, error_size, "cannot serve on %s", config->socket_path);
 	socket_path = xstrdup(config->socket_path);
 	log_msg(LOG_LEVEL_INFO, "serving on %s", socket_path);
 	serve_vsock(config);
