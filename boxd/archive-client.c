@@ -9,14 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
-#include "http/api.h"
-#include "boxd.h"
 #include "helpers.h"
 #include "protect.h"
 #include "xalloc.h"
@@ -76,7 +73,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 		return false;
 	}
 	process->pid = pid;
-	process->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	process->pid_fd = helper_pidfd(pid);
 	process->input_fd = input[1];
 	process->output_fd = output[0];
 	process->error_fd = error[0];
@@ -105,12 +102,7 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 
 int archive_run_reap(struct archive_process *process)
 {
-	siginfo_t info = {0};
-	int status = -1;
-	if (waitid(P_PIDFD, (id_t)process->pid_fd, &info, WEXITED | WNOHANG) == 0 && info.si_pid) {
-		status = info.si_code == CLD_EXITED ? info.si_status << 8 : (info.si_status & 0x7f);
-	}
-	close(process->pid_fd);
+	int status = helper_reap(process->pid_fd);
 	process->pid_fd = -1;
 	unprotect_process(process->pid);
 	return status;
@@ -119,17 +111,16 @@ int archive_run_reap(struct archive_process *process)
 /* ---- a call: body in, JSON out ---- */
 
 struct archive_call {
-	struct api_request *req;
 	struct archive_process process;
 	struct event *input_event, *output_event, *exit_event;
-	const char *body; /* the request's body, while feeding it */
+	const char *body; /* the caller's input, while feeding it */
 	size_t body_length, body_sent;
 	char *output;
 	size_t output_length, output_limit;
 	bool output_cut, output_done, exited;
 	int status;
 	char errors[512];
-	void (*done)(struct api_request *req, const struct archive_call_result *result, void *arg);
+	archive_call_done_fn done;
 	void *arg;
 };
 
@@ -145,6 +136,13 @@ static void close_call_input(struct archive_call *call)
 
 static void trim_heap(evutil_socket_t fd, short events, void *arg);
 
+static struct event_base *loop; /* given at archive_client_init */
+
+void archive_client_init(struct event_base *base)
+{
+	loop = base;
+}
+
 static void call_finish_if_done(struct archive_call *call)
 {
 	if (!call->output_done || !call->exited)
@@ -158,7 +156,6 @@ static void call_finish_if_done(struct archive_call *call)
 	close(call->process.output_fd);
 	event_free(call->output_event);
 	event_free(call->exit_event);
-	api_set_data(call->req, NULL, NULL);
 	struct archive_call_result result = {
 		.output = call->output ? call->output : "",
 		.output_length = call->output_length,
@@ -166,14 +163,14 @@ static void call_finish_if_done(struct archive_call *call)
 		.status = call->status,
 		.errors = call->errors,
 	};
-	call->done(call->req, &result, call->arg);
+	call->done(&result, call->arg);
 	free(call->output);
 	free(call);
-	/* evhttp frees the request's body (up to 64 MiB) once the answer is
-	 * out; then hand the heap back, so one big call does not leave boxd's
+	/* The caller frees its input (a request body of up to 64 MiB) once
+	 * done() has answered; then hand the heap back, so one big call does not leave boxd's
 	 * resident size high. A single one-shot timer, not a poll. */
 	struct timeval later = {.tv_usec = 200 * 1000};
-	event_base_once(boxd_base(), -1, EV_TIMEOUT, trim_heap, NULL, &later);
+	event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
 }
 
 static void trim_heap(evutil_socket_t fd, short events, void *arg)
@@ -227,26 +224,20 @@ static void on_call_exit(evutil_socket_t fd, short events, void *arg)
 	call_finish_if_done(call);
 }
 
-static void on_call_gone(struct api_request *req)
+void archive_call_cancel(struct archive_call *call)
 {
-	struct archive_call *call = api_data(req);
-	if (!call)
-		return;
-	/* The body goes with the connection: stop feeding it at once. */
+	/* The input goes with the caller: stop feeding it at once. */
 	call->body = NULL;
 	call->body_length = call->body_sent = 0;
 	close_call_input(call);
 	kill(call->process.pid, SIGKILL);
 }
 
-void archive_call(struct api_request *req, const char *const args[], int input_fd,
-		  size_t output_limit,
-		  void (*done)(struct api_request *req, const struct archive_call_result *result,
-			       void *arg),
-		  void *arg)
+struct archive_call *archive_call(const char *const args[], const void *input,
+				  size_t input_length, int input_fd, size_t output_limit,
+				  archive_call_done_fn done, void *arg)
 {
 	struct archive_call *call = xcalloc(1, sizeof *call);
-	call->req = req;
 	call->done = done;
 	call->arg = arg;
 	call->output_limit = output_limit;
@@ -256,13 +247,14 @@ void archive_call(struct api_request *req, const char *const args[], int input_f
 		close(input_fd);
 	if (!started) {
 		struct archive_call_result result = {.output = "", .status = -1, .errors = why};
-		done(req, &result, arg);
+		done(&result, arg);
 		free(call);
-		return;
+		return NULL;
 	}
-	struct event_base *base = boxd_base();
+	struct event_base *base = loop;
 	if (call->process.input_fd >= 0) {
-		call->body = api_body(req, &call->body_length);
+		call->body = input;
+		call->body_length = input_length;
 		call->input_event = event_new(base, call->process.input_fd, EV_WRITE | EV_PERSIST,
 					      on_call_input, call);
 		event_add(call->input_event, NULL);
@@ -272,6 +264,5 @@ void archive_call(struct api_request *req, const char *const args[], int input_f
 	event_add(call->output_event, NULL);
 	call->exit_event = event_new(base, call->process.pid_fd, EV_READ, on_call_exit, call);
 	event_add(call->exit_event, NULL);
-	api_set_data(req, call, NULL);
-	api_on_client_gone(req, on_call_gone);
+	return call;
 }

@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct event_base;
+
+/* Worker calls watch their pipes and the worker's exit on `base`. */
+void archive_client_init(struct event_base *base);
+
 struct archive_process {
 	pid_t pid;
 	int pid_fd;    /* readable once the worker has exited (pidfd) */
@@ -28,8 +33,6 @@ int archive_run_reap(struct archive_process *process);
 /* The worker's program path, as helper_path() finds it (helpers.h). */
 const char *archive_run_program(void);
 
-struct api_request;
-
 /* What a finished worker left: its stdout (at most the limit asked for),
  * its exit status (-1 unknown, else as waitpid() gives it) and the first
  * line of its stderr. */
@@ -41,15 +44,19 @@ struct archive_call_result {
 	const char *errors;
 };
 
-/* Runs boxd-archive with `args`, feeding it the request's body (input_fd
- * < 0) or `input_fd` (taken over) on stdin, collecting its stdout. Then
- * done() runs on the loop, once, and must answer the request. If the client
- * goes meanwhile the worker is killed (done() still runs; its answer is
- * discarded). */
-void archive_call(struct api_request *req, const char *const args[], int input_fd,
-		  size_t output_limit,
-		  void (*done)(struct api_request *req, const struct archive_call_result *result,
-			       void *arg),
-		  void *arg);
+typedef void (*archive_call_done_fn)(const struct archive_call_result *result, void *arg);
+struct archive_call;
+
+/* Runs boxd-archive with `args`, feeding it `input` (`input_length` bytes,
+ * kept, not copied, until done() runs) or, when `input_fd` >= 0, that file
+ * (taken over) on stdin, and collecting its stdout. done() runs on the loop,
+ * once; the call is freed after it. NULL when the worker could not start:
+ * done() has run already then. */
+struct archive_call *archive_call(const char *const args[], const void *input,
+				  size_t input_length, int input_fd, size_t output_limit,
+				  archive_call_done_fn done, void *arg);
+/* The caller's input is going away (its client left): stops feeding it and
+ * kills the worker. done() still runs, later. */
+void archive_call_cancel(struct archive_call *call);
 
 #endif

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exec.h"
+#include "exec-internal.h"
 #include "fields.h"
 #include "redact.h"
 #include "utf8.h"

@@ -18,6 +18,7 @@
 
 #include "fd-passing.h"
 #include "helpers.h"
+#include "text.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -150,17 +151,14 @@ bool exec_spawn(int spec_fd, pid_t *first_pid, int *status_fd, char *error, size
 	if (spare_take(spec_fd, first_pid, status_fd))
 		return true;
 	int status[2];
-	if (pipe2(status, O_CLOEXEC) != 0) {
-		snprintf(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-		return false;
-	}
+	if (pipe2(status, O_CLOEXEC) != 0)
+		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
 	*first_pid = spawn_process(spec_fd, status[1]);
 	int failed = errno;
 	close(status[1]);
 	if (*first_pid < 0) {
 		close(status[0]);
-		snprintf(error, error_size, "cannot start %s: %s", shim_program, strerror(failed));
-		return false;
+		return text_fail(error, error_size, "cannot start %s: %s", shim_program, strerror(failed));
 	}
 	*status_fd = status[0];
 	return true;

@@ -1,5 +1,5 @@
 /* exec.c: starting shims and following them from the event loop. */
-#include "exec.h"
+#include "exec-internal.h"
 #include "exec-spawn.h"
 #include "helpers.h"
 
@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,19 +20,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "cgroup.h"
+#include "config.h"
 #include "clock.h"
 #include "health.h"
 #include "log.h"
 #include "init.h"
 #include "protect.h"
+#include "random-id.h"
 #include "redact.h"
 #include "report.h"
 #include "shim-protocol.h"
 #include "shim-spec.h"
 #include "secrets.h"
 #include "steps.h"
+#include "text.h"
 #include "xalloc.h"
 
 #define EXEC_LOG_CAP_BYTES (512ull << 20)
@@ -43,6 +44,9 @@
 static struct exec_job *jobs, *jobs_tail;
 static char *cgroup_base, *shim_cgroup, *pids_base;
 static char *shim_program;
+/* Given at exec_init. */
+static struct event_base *loop;
+static const struct boxd_config *settings;
 
 
 /* ---- the job list ---- */
@@ -84,14 +88,21 @@ int exec_running_background(void)
 
 char *exec_state_path(const char *id, const char *name)
 {
-	const char *run = boxd_config()->run_dir;
+	const char *run = settings->run_dir;
 	return name ? xasprintf("%s/procs/%s/%s", run, id, name) : xasprintf("%s/procs/%s", run, id);
 }
 
-static void remove_state_dir(const char *id)
+struct event_base *exec_loop(void)
 {
-	const char *names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp", "exit.tmp",
-			       "stdout.tmp", "stderr.tmp"};
+	return loop;
+}
+
+void exec_remove_state_dir(const char *id)
+{
+	/* Every file a shim writes there, and the NAME.tmp each is written
+	 * under first (fields_write_file renames it into place). */
+	static const char *const names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp",
+					    "exit.tmp", "stdout.tmp", "stderr.tmp"};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *path = exec_state_path(id, names[i]);
 		unlink(path);
@@ -127,7 +138,7 @@ void exec_forget(struct exec_job *job)
 	*link = job->next;
 	if (jobs_tail == job)
 		jobs_tail = previous;
-	remove_state_dir(job->id);
+	exec_remove_state_dir(job->id);
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
 	cgroup_job_remove(&tree);
 	job_free(job);
@@ -196,7 +207,22 @@ static void sweep_old(void)
 	}
 }
 
-/* ---- watching ---- */
+/* ---- holding and watching ---- */
+
+void exec_hold(struct exec_job *job)
+{
+	job->busy++;
+}
+
+void exec_release(struct exec_job *job)
+{
+	job->busy--;
+}
+
+bool exec_held(const struct exec_job *job)
+{
+	return job->busy > 0;
+}
 
 void exec_watch(struct exec_job *job, struct exec_watch *watch)
 {
@@ -217,9 +243,9 @@ void exec_unwatch(struct exec_job *job, struct exec_watch *watch)
 		}
 }
 
-static char *summary_of(const struct exec_job *job)
+char *exec_summary(const char *command)
 {
-	char *cmd = redact_text(job->meta.cmd ? job->meta.cmd : "");
+	char *cmd = redact_text(command ? command : "");
 	/* One line: the first line of the command, shortened. */
 	size_t length = strcspn(cmd, "\n");
 	if (length > 80)
@@ -237,7 +263,7 @@ static void job_finish(struct exec_job *job)
 	job->kept_bytes = captured_bytes(job->id);
 	if (job->adopted)
 		return; /* found ended at start: no step, no report, no watcher yet */
-	char *what = summary_of(job);
+	char *what = exec_summary(job->meta.cmd);
 	const char *sig = signal_name(job->exit.signal);
 	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s after %.1f s%s",
 		  what, job->meta.cwd ? job->meta.cwd : "?",
@@ -260,12 +286,20 @@ static void job_finish(struct exec_job *job)
 
 void exec_job_ended(struct exec_job *job)
 {
+	exec_job_exit_notice(job, NULL, 0);
+}
+
+void exec_job_exit_notice(struct exec_job *job, const char *record, size_t length)
+{
 	if (job->state == EXEC_ENDED)
 		return;
+	/* The record file, or the copy in the shim's exit notice when the file
+	 * could not be written (a full run dir). */
 	char *path = exec_state_path(job->id, "exit");
-	bool recorded = exit_record_read(&job->exit, path);
+	bool known = exit_record_read(&job->exit, path) ||
+		     (length && exit_record_parse(&job->exit, record, length));
 	free(path);
-	if (recorded)
+	if (known)
 		job_finish(job);
 	else
 		exec_job_lost(job);
@@ -283,7 +317,7 @@ void exec_job_lost(struct exec_job *job)
 	/* A shim that could not write its record on a full run dir looks the
 	 * same from here; the free space tells the two apart for the reader. */
 	struct statvfs space;
-	bool run_dir_full = statvfs(boxd_config()->run_dir, &space) == 0 && space.f_bavail == 0;
+	bool run_dir_full = statvfs(settings->run_dir, &space) == 0 && space.f_bavail == 0;
 	exit_record_free(&job->exit);
 	job->exit = (struct exit_record){
 		.exit_code = 128 + SIGKILL, .signal = SIGKILL,
@@ -349,25 +383,27 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		if (message[0] == SHIM_MSG_EXIT)
-			exec_job_ended(job);
+			exec_job_exit_notice(job, message + 1, (size_t)n - 1);
 	}
 }
 
 void exec_job_monitor(struct exec_job *job, int fd)
 {
 	job->monitor_fd = fd;
-	job->monitor_event = event_new(boxd_base(), fd, EV_READ | EV_PERSIST, on_monitor, job);
+	job->monitor_event = event_new(loop, fd, EV_READ | EV_PERSIST, on_monitor, job);
 	event_add(job->monitor_event, NULL);
 }
 
 bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
 {
-	if (job->monitor_fd < 0)
-		return false;
 	char message[64];
 	int n = snprintf(message, sizeof message, "%c%d %lld", SHIM_MSG_STOP, signal,
 			 (long long)grace_ms);
-	return send(job->monitor_fd, message, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n;
+	if (job->monitor_fd >= 0 &&
+	    send(job->monitor_fd, message, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+		return true;
+	exec_job_lost(job); /* no shim to ask: the tree is killed */
+	return false;
 }
 
 /* ---- starting a shim ---- */
@@ -386,16 +422,9 @@ struct exec_start {
 
 static char *random_id(char prefix)
 {
-	unsigned char bytes[8];
-	if (getrandom(bytes, sizeof bytes, 0) != sizeof bytes)
-		for (size_t i = 0; i < sizeof bytes; i++)
-			bytes[i] = (unsigned char)(clock_monotonic_us() >> (i * 3));
-	char *id = xmalloc(2 + 2 * sizeof bytes + 1);
-	id[0] = prefix;
-	id[1] = '_';
-	for (size_t i = 0; i < sizeof bytes; i++)
-		sprintf(id + 2 + 2 * i, "%02x", bytes[i]);
-	return id;
+	char hex[17];
+	random_hex(hex, 8);
+	return xasprintf("%c_%s", prefix, hex);
 }
 
 void exec_request_free(struct exec_request *r)
@@ -448,7 +477,7 @@ static void add_init_env(const char *entry, void *arg)
 
 static void build_env(const struct exec_request *r, struct shim_spec *spec)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	push_env(&spec->env, &spec->env_count,
 		 xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 	push_env(&spec->env, &spec->env_count, xasprintf("HOME=%s", r->home ? r->home : "/"));
@@ -466,7 +495,7 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 
 static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	*spec = (struct shim_spec){
 		.id = xstrdup(id), .cmd = xstrdup(r->cmd), .cwd = xstrdup(r->cwd),
 		.user = xstrdup(r->user), .uid = r->uid, .gid = r->gid,
@@ -507,7 +536,7 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 	if (start->status_fd >= 0)
 		close(start->status_fd);
 	if (!job)
-		remove_state_dir(start->id);
+		exec_remove_state_dir(start->id);
 	start->started(start->arg, job, code, error);
 	exec_request_free(start->request);
 	free(start->id);
@@ -517,8 +546,8 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 /* The shim's one-line answer: "ready SHIM PID STARTED" or "error CODE TEXT". */
 static void start_answered(struct exec_start *start)
 {
-	/* The first shim process exits right after forking: reaping it is quick. */
-	waitpid(start->first_pid, NULL, 0);
+	/* The first shim process exits right after forking: reaped when it has. */
+	helper_watch_exit(loop, start->first_pid, -1, NULL, NULL);
 	exec_spawn_spare(); /* for the next command, now that this one runs */
 	start->status[start->status_length] = '\0';
 	start->status[strcspn(start->status, "\n")] = '\0';
@@ -536,7 +565,7 @@ static void start_answered(struct exec_start *start)
 	free(meta);
 	if (ok && job->meta.background) {
 		/* Before its end can be recorded: a quick command is already over. */
-		char *what = summary_of(job);
+		char *what = exec_summary(job->meta.cmd);
 		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
 		free(what);
 	}
@@ -588,16 +617,14 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 		       size_t error_size)
 {
 	int spec_fd = spec_memfd(spec);
-	if (spec_fd < 0) {
-		snprintf(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-		return false;
-	}
+	if (spec_fd < 0)
+		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
 	bool ok = exec_spawn(spec_fd, &start->first_pid, &start->status_fd, error, error_size);
 	close(spec_fd);
 	if (!ok)
 		return false;
 	fcntl(start->status_fd, F_SETFL, O_NONBLOCK);
-	start->status_event = event_new(boxd_base(), start->status_fd, EV_READ | EV_PERSIST,
+	start->status_event = event_new(loop, start->status_fd, EV_READ | EV_PERSIST,
 					on_status, start);
 	event_add(start->status_event, NULL);
 	return true;
@@ -636,7 +663,7 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 
 static void prepare_cgroups(void)
 {
-	const struct boxd_config *config = boxd_config();
+	const struct boxd_config *config = settings;
 	if (config->cgroup == CGROUP_MODE_OFF)
 		return;
 	struct cgroup_host host;
@@ -710,17 +737,19 @@ void exec_shutdown(void)
 			rmdir(dirs[i]);
 }
 
-void exec_init(void)
+void exec_init(struct event_base *base, const struct boxd_config *config)
 {
+	loop = base;
+	settings = config;
 	shim_program = helper_path("boxd-shim");
-	char *procs = xasprintf("%s/procs", boxd_config()->run_dir);
+	char *procs = xasprintf("%s/procs", config->run_dir);
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
-	free(procs);
 	prepare_cgroups();
 	/* Before any command runs, and once boxd sits in its own cgroup. */
-	protect_init(boxd_config()->run_dir);
-	procs_adopt();
+	protect_init(config->run_dir);
+	exec_adopt(procs);
+	free(procs);
 	exec_spawn_init(shim_program, shim_cgroup);
 	exec_spawn_spare();
 	health_register(contribute_health);

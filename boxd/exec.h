@@ -17,7 +17,9 @@
 
 #include "exit-record.h"
 
+struct boxd_config;
 struct event;
+struct event_base;
 
 /* Ended foreground commands are kept (and answer GET /v1/exec/{id}) this
  * long, and at most this many holding at most this many bytes of captured
@@ -69,12 +71,13 @@ struct exec_job {
 	struct event *monitor_event;
 	struct exec_watch *watches;
 	bool adopted;       /* being adopted at start: its end is not news */
-	int busy;           /* requests holding the job (not forgotten while > 0) */
+	int busy;           /* holds (exec_hold): not forgotten while > 0 */
 	struct exec_job *next;
 };
 
-/* Prepares cgroups and adopts every shim found in the run dir. */
-void exec_init(void);
+/* Prepares cgroups and adopts every shim found in the run dir. `config` is
+ * kept (not copied) until exec_shutdown. */
+void exec_init(struct event_base *base, const struct boxd_config *config);
 
 /* Removes boxd's cgroup dirs when no command is left in them. */
 void exec_shutdown(void);
@@ -100,8 +103,19 @@ struct exec_watch {
 void exec_watch(struct exec_job *job, struct exec_watch *watch);
 void exec_unwatch(struct exec_job *job, struct exec_watch *watch);
 
-/* Signals the command's tree (SIGKILL after grace_ms). False when the shim
- * cannot be reached. */
+/* A command as steps show it: its first line, masked, at most 80 bytes,
+ * " ..." when there is more. Caller frees. */
+char *exec_summary(const char *command);
+
+/* A request that keeps a job in hand holds it: a held job is not forgotten
+ * (the hourly sweep skips it, exec_held() tells DELETE to refuse). */
+void exec_hold(struct exec_job *job);
+void exec_release(struct exec_job *job);
+bool exec_held(const struct exec_job *job);
+
+/* Signals the command's tree (SIGKILL after grace_ms). When the shim cannot
+ * be reached there is no one to ask: the tree is killed, the job ends as
+ * lost, and the answer is false. */
 bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms);
 /* Forgets an ended job and its state dir (the log stays). */
 void exec_forget(struct exec_job *job);
@@ -112,18 +126,26 @@ void exec_forget(struct exec_job *job);
 cJSON *exec_result_json(struct exec_job *job, bool with_output);
 /* A proc: bgId, cmd, cwd, pid, state, startedAt, endedAt, ... */
 cJSON *exec_proc_json(struct exec_job *job);
-/* The state dir of a job: RUN_DIR/procs/<id>. Caller frees. */
-char *exec_state_path(const char *id, const char *name);
 
-/* A new non-blocking connection to the job's shim, or -1. */
-int exec_connect(struct exec_job *job);
-
-/* procs.c: finds the shims in the run dir (at start). */
-void procs_adopt(void);
-/* exec.c internals procs.c uses. */
-struct exec_job *exec_job_add(const char *id);
-void exec_job_monitor(struct exec_job *job, int fd);
-void exec_job_ended(struct exec_job *job);
-void exec_job_lost(struct exec_job *job);
+/* The live output of a running job, for a streaming POST /v1/exec (the
+ * shim holds the output of a job started with `streaming` until then).
+ * `output` gets each piece as the shim sent it (not cut at characters);
+ * `lost` the bytes the shim could not send while the reader was slow;
+ * `ended` runs last, once the job's end is known (its result is read), and
+ * may close the stream. */
+struct exec_stream_callbacks {
+	void (*output)(void *arg, bool is_stderr, const char *data, size_t length);
+	void (*lost)(void *arg, double bytes);
+	void (*ended)(void *arg);
+};
+struct exec_stream;
+/* NULL when the shim is gone already: the job has then ended and the
+ * caller reports its end itself. */
+struct exec_stream *exec_subscribe(struct exec_job *job,
+				   const struct exec_stream_callbacks *callbacks, void *arg);
+/* Stops taking output (the shim counts what it cannot send) until resumed. */
+void exec_stream_pause(struct exec_stream *stream);
+void exec_stream_resume(struct exec_stream *stream);
+void exec_stream_close(struct exec_stream *stream);
 
 #endif

@@ -12,7 +12,6 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "clock.h"
 #include "init.h"
 #include "lock.h"
@@ -40,6 +39,9 @@ static int contributor_count;
 static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
 static unsigned calls_in_flight;
 static char boot_id[40];
+/* Given at health_init. */
+static struct event_base *loop;
+static const char *work_dir, *run_dir, *display_name;
 
 static struct display_state display;
 static bool docker_up;
@@ -171,7 +173,7 @@ static void sample_system(void)
 		sample->total_memory = (double)info.totalram * info.mem_unit;
 		sample->available_memory = read_available_memory(&info);
 	}
-	const char *paths[DISK_COUNT] = {boxd_config()->work_dir, boxd_config()->run_dir, "/tmp"};
+	const char *paths[DISK_COUNT] = {work_dir, run_dir, "/tmp"};
 	for (int i = 0; i < DISK_COUNT; i++) {
 		struct disk_sample *disk = &sample->disks[i];
 		struct statvfs fs;
@@ -227,7 +229,7 @@ static void add_system(cJSON *health)
 static void add_display(cJSON *health)
 {
 	cJSON *object = cJSON_AddObjectToObject(health, "display");
-	cJSON_AddStringToObject(object, "name", boxd_config()->display);
+	cJSON_AddStringToObject(object, "name", display_name);
 	cJSON_AddBoolToObject(object, "up", display.up);
 	if (display.up && display.width) {
 		add_number(object, "width", display.width);
@@ -388,27 +390,27 @@ static void watch_sockets(void)
 		return; /* changes then show within HEALTH_PROBE_FRESH_MS */
 	watch_x_dir();
 	inotify_add_watch(watch_fd, DOCKER_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
-	watch_event = event_new(boxd_base(), watch_fd, EV_READ | EV_PERSIST, on_socket_dirs, NULL);
+	watch_event = event_new(loop, watch_fd, EV_READ | EV_PERSIST, on_socket_dirs, NULL);
 	event_add(watch_event, NULL);
 }
 
 static void start_probes(void)
 {
 	char path[64];
-	int number = display_number(boxd_config()->display);
+	int number = display_number(display_name);
 	probes_running = 2;
 	if (number >= 0) {
 		snprintf(path, sizeof path, X_SOCKET_DIR "/X%d", number);
 		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request, x_answer_length,
 				       PROBE_TIMEOUT_MS};
-		probe_run(&x, on_display_probe, NULL);
+		probe_run(loop, &x, on_display_probe, NULL);
 	} else {
 		display.up = false;
 		probes_running--;
 	}
 	struct probe_spec docker = {DOCKER_SOCKET_DIR "/docker.sock", docker_ping, sizeof docker_ping - 1,
 				    docker_answer_length, PROBE_TIMEOUT_MS};
-	probe_run(&docker, on_docker_probe, NULL);
+	probe_run(loop, &docker, on_docker_probe, NULL);
 }
 
 /* Probe results are served while fresh (HEALTH_PROBE_FRESH_MS). Once stale,
@@ -476,8 +478,12 @@ static void read_boot_id(void)
 	boot_id[strcspn(boot_id, "\n")] = '\0';
 }
 
-void health_init(void)
+void health_init(struct event_base *base, const char *work, const char *run, const char *display_setting)
 {
+	loop = base;
+	work_dir = work;
+	run_dir = run;
+	display_name = display_setting;
 	started_at_ms = clock_now_ms();
 	/* A box whose boxd just started is in use: count the start as a call. */
 	last_call_ms = started_at_ms;

@@ -11,9 +11,14 @@
 
 #include <cjson/cJSON.h>
 
+struct event_base;
+
 #define HEALTH_PROBE_FRESH_MS 2000
 
-void health_init(void);
+/* Starts the first probes. `work_dir` (the disk figures) and `display`
+ * (":99") are kept, not copied. */
+void health_init(struct event_base *base, const char *work_dir, const char *run_dir,
+		 const char *display);
 /* Answers callers still waiting for a probe, with what is known, and ends
  * the probes (at shutdown, before the server closes). */
 void health_stop(void);

@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boxd.h"
+#include "archive-client.h"
 #include "capabilities.h"
+#include "config.h"
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
@@ -18,21 +19,13 @@
 #include "log.h"
 #include "notify.h"
 #include "report.h"
+#include "screen-client.h"
 #include "secrets.h"
+#include "upload.h"
 #include "http/server.h"
 
 static struct event_base *base;
 static struct boxd_config config;
-
-struct event_base *boxd_base(void)
-{
-	return base;
-}
-
-const struct boxd_config *boxd_config(void)
-{
-	return &config;
-}
 
 static void on_stop_signal(evutil_socket_t signal_number, short what, void *arg)
 {
@@ -105,14 +98,17 @@ static bool start_services(void)
 	char error[512];
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
+	archive_client_init(base);
+	screen_client_init(base, config.display);
+	upload_init(&config);
 	init_start(config.run_dir, config.hosts_file);
-	if (!server_start(&config, error, sizeof error)) {
+	if (!server_start(base, &config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
 	}
-	health_init();
-	exec_init();
-	if (config.report && !report_start(config.report, config.report_interval_sec, error, sizeof error)) {
+	health_init(base, config.work_dir, config.run_dir, config.display);
+	exec_init(base, &config);
+	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
 	}
@@ -150,7 +146,7 @@ int main(int argc, char **argv)
 	struct event *interrupt = evsignal_new(base, SIGINT, on_stop_signal, NULL);
 	event_add(term, NULL);
 	event_add(interrupt, NULL);
-	notify_init();
+	notify_init(base);
 	if (!start_services()) {
 		stop_services();
 		return 1;

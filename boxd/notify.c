@@ -10,10 +10,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "log.h"
 
 static int notify_fd = -1;
+static struct event_base *loop; /* given at notify_init */
 
 static void notify_setup(void);
 static struct sockaddr_un notify_address;
@@ -66,7 +66,7 @@ static void start_watchdog(void)
 		return;
 	long half = interval / 2;
 	struct timeval period = {half / 1000000, half % 1000000};
-	watchdog_timer = event_new(boxd_base(), -1, EV_PERSIST, on_watchdog, NULL);
+	watchdog_timer = event_new(loop, -1, EV_PERSIST, on_watchdog, NULL);
 	event_add(watchdog_timer, &period);
 	log_msg(LOG_LEVEL_INFO, "pinging the systemd watchdog every %ld ms", half / 1000);
 }
@@ -81,8 +81,9 @@ static void forget_environment(void)
 	unsetenv("WATCHDOG_PID");
 }
 
-void notify_init(void)
+void notify_init(struct event_base *base)
 {
+	loop = base;
 	notify_setup();
 	forget_environment();
 }

@@ -8,8 +8,10 @@
 
 #include <stdbool.h>
 
+struct event_base;
+
 /* Reads the environment and starts the watchdog timer when asked for. */
-void notify_init(void);
+void notify_init(struct event_base *base);
 bool notify_enabled(void);
 /* Sends one message, e.g. "READY=1\nSTATUS=serving". */
 void notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -10,7 +10,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "xalloc.h"
 
 /* An answer larger than this is not what a probe expects. */
@@ -85,7 +84,8 @@ static socklen_t fill_address(struct sockaddr_un *address, const char *path)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + (path[0] == '@' ? 0 : 1));
 }
 
-void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
+void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
+	       void *arg)
 {
 	struct probe *probe = xcalloc(1, sizeof *probe);
 	probe->answer_length = spec->answer_length;
@@ -93,7 +93,7 @@ void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
 	probe->arg = arg;
 	probe->next = in_flight;
 	in_flight = probe;
-	probe->bev = bufferevent_socket_new(boxd_base(), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	probe->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(probe->bev, on_read, NULL, on_event, probe);
 	struct timeval timeout = {spec->timeout_ms / 1000, (spec->timeout_ms % 1000) * 1000};
 	bufferevent_set_timeouts(probe->bev, &timeout, &timeout);

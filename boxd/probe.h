@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct event_base;
+
 struct probe_spec {
 	const char *path;      /* socket path; a leading '@' means the abstract namespace */
 	const void *request;   /* bytes to send once connected */
@@ -24,7 +26,8 @@ struct probe_spec {
 typedef void (*probe_done_fn)(void *arg, bool answered, bool refused, const unsigned char *answer,
 			      size_t length);
 
-void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg);
+void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
+	       void *arg);
 /* Ends every probe in flight without calling its `done` (at shutdown). */
 void probe_cancel_all(void);
 

@@ -12,10 +12,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "health.h"
 #include "log.h"
 #include "redact-json.h"
+#include "text.h"
 #include "xalloc.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -28,6 +28,7 @@ static socklen_t peer_length;
 static char *peer_name;
 static int interval_sec;
 static struct bufferevent *connection;
+static struct event_base *loop; /* given at report_start */
 static bool connected, ready_sent;
 /* An init came (claim, thaw, restore): the next event says "thawed". */
 static bool thawed_pending;
@@ -42,11 +43,9 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 	if (strncmp(address, "unix:", 5) == 0) {
 		struct sockaddr_un *un = (struct sockaddr_un *)&peer_address;
 		const char *path = address + 5;
-		if (!*path || strlen(path) >= sizeof un->sun_path) {
-			snprintf(error, error_size, "--report unix:PATH needs a path shorter than %zu bytes",
-				 sizeof un->sun_path);
-			return false;
-		}
+		if (!*path || strlen(path) >= sizeof un->sun_path)
+			return text_fail(error, error_size, "--report unix:PATH needs a path shorter than %zu bytes",
+					 sizeof un->sun_path);
 		un->sun_family = AF_UNIX;
 		strcpy(un->sun_path, path);
 		peer_length = sizeof *un;
@@ -62,8 +61,7 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 		peer_length = sizeof *vm;
 		return true;
 	}
-	snprintf(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`", address);
-	return false;
+	return text_fail(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`", address);
 }
 
 static void write_event(const char *event, cJSON *health)
@@ -166,7 +164,7 @@ static void on_peer_read(struct bufferevent *bev, void *arg)
 
 static void connect_now(void)
 {
-	connection = bufferevent_socket_new(boxd_base(), -1,
+	connection = bufferevent_socket_new(loop, -1,
 					    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(connection, on_peer_read, NULL, on_peer_event, NULL);
 	bufferevent_enable(connection, EV_READ | EV_WRITE);
@@ -178,14 +176,16 @@ static void connect_now(void)
 	}
 }
 
-bool report_start(const char *address, int interval, char *error, size_t error_size)
+bool report_start(struct event_base *base, const char *address, int interval, char *error,
+		  size_t error_size)
 {
+	loop = base;
 	if (!parse_address(address, error, error_size))
 		return false;
 	peer_name = xstrdup(address);
 	interval_sec = interval;
-	retry_timer = evtimer_new(boxd_base(), on_retry, NULL);
-	interval_timer = event_new(boxd_base(), -1, EV_PERSIST, on_interval, NULL);
+	retry_timer = evtimer_new(loop, on_retry, NULL);
+	interval_timer = event_new(loop, -1, EV_PERSIST, on_interval, NULL);
 	connect_now();
 	return true;
 }

@@ -12,9 +12,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct event_base;
+
 /* Checks the address and starts connecting; false with a sentence in `error`
  * when the address is malformed. */
-bool report_start(const char *address, int interval_sec, char *error, size_t error_size);
+bool report_start(struct event_base *base, const char *address, int interval_sec, char *error,
+		  size_t error_size);
 /* Sends a health event now, if connected. */
 void report_now(void);
 /* After an init (claim, thaw, restore): drops the connection, which may

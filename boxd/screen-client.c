@@ -18,7 +18,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "boxd.h"
 #include "helpers.h"
 #include "log.h"
 #include "protect.h"
@@ -26,9 +25,8 @@
 #include "xalloc.h"
 
 
-/* After EOF the worker's exit is collected on a short timer, a few times. */
-#define SCREEN_REAP_PAUSE_MS 20
-#define SCREEN_REAP_TRIES 50
+/* After EOF the worker's exit is awaited this long (its pidfd). */
+#define SCREEN_EXIT_WAIT_MS 1000
 /* A worker that answers nothing for this long is stuck (an X server that
  * accepts but never replies): it is killed and the waiting calls fail. The
  * longest legitimate request (input: 60 s of waits, 16 KiB of typing) is
@@ -46,17 +44,22 @@ struct screen_worker_process {
 	pid_t pid;
 	struct bufferevent *channel;
 	struct screen_call *calls, **calls_tail;
-	struct event *reaper;
+	struct helper_exit_watch *exit_watch; /* once its end has closed */
 	struct event *watchdog;  /* armed only while calls wait */
-	int reap_tries;
-	struct screen_worker_process *next_reaping;
 };
 
 static struct screen_worker_process *current; /* NULL: not running */
-/* Workers whose end closed and whose exit is being collected. */
-static struct screen_worker_process *reaping;
 static uint32_t last_id;
 static void (*event_listener)(const cJSON *event);
+/* Given at screen_client_init. */
+static struct event_base *loop;
+static const char *display_name;
+
+void screen_client_init(struct event_base *base, const char *display)
+{
+	loop = base;
+	display_name = display;
+}
 
 void screen_client_on_event(void (*listener)(const cJSON *event))
 {
@@ -92,46 +95,34 @@ static void screen_worker_forget(struct screen_worker_process *worker, int statu
 		free(call);
 		call = next;
 	}
-	struct screen_worker_process **link = &reaping;
-	while (*link && *link != worker)
-		link = &(*link)->next_reaping;
-	if (*link)
-		*link = worker->next_reaping;
-	if (worker->reaper)
-		event_free(worker->reaper);
 	free(worker);
 }
 
-static void screen_worker_reap(evutil_socket_t fd, short what, void *arg)
+/* The worker's exit status (-1: unknown, it did not exit in time). */
+static void screen_worker_exited(int status, void *arg)
 {
 	struct screen_worker_process *worker = arg;
-	int status = 0;
-	pid_t done = waitpid(worker->pid, &status, WNOHANG);
-	if (done == 0 && ++worker->reap_tries < SCREEN_REAP_TRIES) {
-		struct timeval pause = { 0, SCREEN_REAP_PAUSE_MS * 1000 };
-		evtimer_add(worker->reaper, &pause);
-		return;
-	}
+	bool done = status >= 0;
 	unprotect_process(worker->pid);
 	char message[200];
 	int http_status = 500;
 	const char *code = "internal";
-	if (done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
+	if (done && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
 		http_status = 503;
 		code = "display_unavailable";
 		snprintf(message, sizeof message,
 			 "the X server went away; the screen works again once it is back");
-	} else if (done > 0 && WIFSIGNALED(status)) {
+	} else if (done && WIFSIGNALED(status)) {
 		snprintf(message, sizeof message,
 			 "the screen worker was ended by signal %d; it restarts on the next request",
 			 WTERMSIG(status));
-	} else if (done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+	} else if (done && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
 		snprintf(message, sizeof message,
 			 "cannot start the screen worker boxd-screen; is boxd installed completely?");
 	} else {
 		snprintf(message, sizeof message,
 			 "the screen worker stopped (status %d); it restarts on the next request",
-			 done > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+			 done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}
 	log_msg(http_status == 503 ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
 		(int)worker->pid, message);
@@ -152,10 +143,8 @@ static void screen_worker_lost(struct screen_worker_process *worker)
 	worker->watchdog = NULL;
 	bufferevent_free(worker->channel);
 	worker->channel = NULL;
-	worker->reaper = evtimer_new(boxd_base(), screen_worker_reap, worker);
-	worker->next_reaping = reaping;
-	reaping = worker;
-	screen_worker_reap(-1, 0, worker);
+	worker->exit_watch = helper_watch_exit(loop, worker->pid, SCREEN_EXIT_WAIT_MS,
+					       screen_worker_exited, worker);
 }
 
 static void screen_on_stuck(evutil_socket_t fd, short what, void *arg)
@@ -258,18 +247,21 @@ static const char *screen_program(void)
 	return path;
 }
 
-static void screen_child(int child_end)
+/* Starts boxd-screen with `child_end` as its fd 3, the only descriptor it
+ * inherits besides stdin, stdout and stderr. */
+static int screen_spawn(int child_end, pid_t *pid)
 {
-	/* Only the socketpair end survives into the worker, as fd 3. */
-	if (dup2(child_end, SCREEN_WORKER_FD) < 0)
-		_exit(127);
-	closefrom(SCREEN_WORKER_FD + 1);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	execl(screen_program(), "boxd-screen", "--display", boxd_config()->display, (char *)NULL);
-	_exit(127);
+	posix_spawn_file_actions_t actions;
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, child_end, SCREEN_WORKER_FD);
+	posix_spawn_file_actions_addclosefrom_np(&actions, SCREEN_WORKER_FD + 1);
+	posix_spawnattr_t attributes;
+	helper_spawn_attributes(&attributes);
+	char *argv[] = {"boxd-screen", "--display", (char *)display_name, NULL};
+	int failed = posix_spawn(pid, screen_program(), &actions, &attributes, argv, environ);
+	posix_spawn_file_actions_destroy(&actions);
+	posix_spawnattr_destroy(&attributes);
+	return failed;
 }
 
 static struct screen_worker_process *screen_worker_start(char *error, size_t error_size)
@@ -287,27 +279,27 @@ static struct screen_worker_process *screen_worker_start(char *error, size_t err
 		close(ends[1]);
 		ends[1] = moved;
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		snprintf(error, error_size, "cannot start the screen worker: %s", strerror(errno));
+	pid_t pid;
+	int failed = screen_spawn(ends[1], &pid);
+	close(ends[1]);
+	if (failed) {
+		snprintf(error, error_size,
+			 "cannot start the screen worker %s (%s); is boxd installed completely?",
+			 screen_program(), strerror(failed));
 		close(ends[0]);
-		close(ends[1]);
 		return NULL;
 	}
-	if (pid == 0)
-		screen_child(ends[1]);
-	protect_process(pid);
-	close(ends[1]);
 	evutil_make_socket_nonblocking(ends[0]);
 	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);
 	worker->pid = pid;
+	protect_process(pid);
 	worker->calls_tail = &worker->calls;
-	worker->channel = bufferevent_socket_new(boxd_base(), ends[0], BEV_OPT_CLOSE_ON_FREE);
+	worker->channel = bufferevent_socket_new(loop, ends[0], BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
 	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
-	worker->watchdog = evtimer_new(boxd_base(), screen_on_stuck, worker);
+	worker->watchdog = evtimer_new(loop, screen_on_stuck, worker);
 	log_msg(LOG_LEVEL_INFO, "started the screen worker (pid %d) for display %s", (int)pid,
-		boxd_config()->display);
+		display_name);
 	return worker;
 }
 

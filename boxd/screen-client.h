@@ -12,6 +12,12 @@
 
 #include <cjson/cJSON.h>
 
+struct event_base;
+
+/* The worker is started on the first call, for `display` (":99", kept, not
+ * copied), its frames exchanged on `base`. */
+void screen_client_init(struct event_base *base, const char *display);
+
 /* Runs once with the worker's answer: either {"ok":true,...} with an
  * optional payload (an image), or {"error":{"status","code","message"}}
  * (also made up by boxd when the worker cannot be reached). The answer and

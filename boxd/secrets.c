@@ -18,6 +18,7 @@
 #include "keyring.h"
 #include "log.h"
 #include "redact.h"
+#include "text.h"
 #include "xalloc.h"
 
 #define BLOB_MAGIC "boxd-secrets-1\n"
@@ -211,20 +212,14 @@ bool secrets_replace(const char *const *names, const char *const *values, size_t
 {
 	size_t size = 0;
 	for (size_t i = 0; i < count; i++) {
-		if (!valid_name(names[i])) {
-			snprintf(error, error_size, "%.80s is not an environment variable name "
-				 "(letters, digits and _, not starting with a digit)", names[i]);
-			return false;
-		}
+		if (!valid_name(names[i]))
+			return text_fail(error, error_size, "%.80s is not an environment variable name "
+					 "(letters, digits and _, not starting with a digit)", names[i]);
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(names[i], names[j]) == 0) {
-				snprintf(error, error_size, "the name %s is given twice", names[i]);
-				return false;
-			}
-		if (strlen(values[i]) > MAX_VALUE) {
-			snprintf(error, error_size, "the value of %s is longer than %u bytes", names[i], MAX_VALUE);
-			return false;
-		}
+			if (strcmp(names[i], names[j]) == 0)
+				return text_fail(error, error_size, "the name %s is given twice", names[i]);
+		if (strlen(values[i]) > MAX_VALUE)
+			return text_fail(error, error_size, "the value of %s is longer than %u bytes", names[i], MAX_VALUE);
 		size += strlen(names[i]) + strlen(values[i]) + 2;
 	}
 	if (size + sizeof BLOB_MAGIC > MAX_BLOB) {

@@ -124,7 +124,20 @@ static void record_exit(struct shim *shim)
 	}
 	record.peak_memory_bytes = cgroup_job_peak_memory(&shim->job);
 	char *path = state_path(shim, "exit");
-	exit_record_write(&record, path);
+	if (!exit_record_write(&record, path)) {
+		/* A full disk, say. boxd would take a missing record for a shim
+		 * killed from outside: the exit notice carries the record instead. */
+		char *why = xasprintf("the exit record could not be written to %s: %s", path,
+				      strerror(errno));
+		record.message = why;
+		shim->exit_notice = exit_record_format(&record, &shim->exit_notice_length);
+		if (shim->exit_notice_length >= SHIM_MESSAGE_MAX) { /* a huge log error */
+			free(shim->exit_notice);
+			shim->exit_notice = NULL;
+			shim->exit_notice_length = 0;
+		}
+		free(why);
+	}
 	free(path);
 	shim->recorded = true;
 	socket_send_exit(shim);

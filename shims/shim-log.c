@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "shim.h"
 #include "xalloc.h"
 
@@ -83,18 +84,11 @@ void log_file_write(struct shim_log *log, const char *data, size_t length)
 		if (log->fd < 0)
 			return;
 	}
-	while (length) {
-		ssize_t n = write(log->fd, data, length);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			log_fail(log, "could not be written:", n < 0 ? errno : ENOSPC);
-			return;
-		}
-		log->size += (uint64_t)n;
-		data += n;
-		length -= (size_t)n;
+	if (!io_write_all(log->fd, data, length)) {
+		log_fail(log, "could not be written:", errno);
+		return;
 	}
+	log->size += length;
 }
 
 void log_file_close(struct shim_log *log)

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "mask.h"
 #include "shim-protocol.h"
 #include "shim.h"
@@ -150,19 +151,6 @@ bool output_truncated(const struct shim *shim)
 	return capture_truncated(&shim->out.capture) || capture_truncated(&shim->err.capture);
 }
 
-static void write_all(int fd, const char *data, size_t length)
-{
-	while (length) {
-		ssize_t n = write(fd, data, length);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		data += n;
-		length -= (size_t)n;
-	}
-}
-
 /* Head, a marker line naming what was left out, tail; never splitting a
  * character at either cut. */
 static void capture_save(struct shim *shim, const struct shim_capture *c, const char *name)
@@ -180,17 +168,17 @@ static void capture_save(struct shim *shim, const struct shim_capture *c, const 
 			memcpy(tail + first, c->tail, c->tail_length - first);
 		}
 		if (!capture_truncated(c)) {
-			write_all(fd, c->head, c->head_length);
-			write_all(fd, tail, c->tail_length);
+			io_write_all(fd, c->head, c->head_length);
+			io_write_all(fd, tail, c->tail_length);
 		} else {
 			size_t head = utf8_prefix_length(c->head, c->head_length);
 			size_t skip = utf8_skip_partial(tail, c->tail_length);
 			uint64_t omitted = c->total - head - (c->tail_length - skip);
 			char *marker = xasprintf("\n[... %" PRIu64 " bytes omitted; the whole "
 						 "output is in %s ...]\n", omitted, shim->log.path);
-			write_all(fd, c->head, head);
-			write_all(fd, marker, strlen(marker));
-			write_all(fd, tail + skip, c->tail_length - skip);
+			io_write_all(fd, c->head, head);
+			io_write_all(fd, marker, strlen(marker));
+			io_write_all(fd, tail + skip, c->tail_length - skip);
 			free(marker);
 		}
 		free(tail);

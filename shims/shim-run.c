@@ -22,6 +22,7 @@
 
 #include "protected.h"
 #include "shim.h"
+#include "text.h"
 #include "xalloc.h"
 
 static const char shell_program[] = "eval \"$(</dev/fd/3)\" 3<&-";
@@ -178,8 +179,7 @@ static bool read_report(int report, char *code, size_t code_size, char *error, s
 	if (tab)
 		*tab = '\0';
 	snprintf(code, code_size, "%s", text);
-	snprintf(error, error_size, "%s", tab ? tab + 1 : "the command could not start");
-	return false;
+	return text_fail(error, error_size, "%s", tab ? tab + 1 : "the command could not start");
 }
 
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size)
@@ -195,8 +195,7 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 		ok = (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
 	if (!ok) {
 		snprintf(code, code_size, "internal");
-		snprintf(error, error_size, "cannot set up the command's pipes: %s", strerror(errno));
-		return false;
+		return text_fail(error, error_size, "cannot set up the command's pipes: %s", strerror(errno));
 	}
 	pid_t pid = spawn_child(shim);
 	if (pid == 0) {

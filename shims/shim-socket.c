@@ -18,6 +18,7 @@
 #include "exit-record.h"
 #include "shim-protocol.h"
 #include "shim.h"
+#include "text.h"
 #include "xalloc.h"
 
 bool socket_listen(struct shim *shim, char *error, size_t error_size)
@@ -35,9 +36,8 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	if (shim->listen_fd < 0 ||
 	    bind(shim->listen_fd, (struct sockaddr *)&address, sizeof address) != 0 ||
 	    listen(shim->listen_fd, 8) != 0) {
-		snprintf(error, error_size, "cannot listen on %s: %s", address.sun_path,
-			 strerror(errno));
-		return false;
+		return text_fail(error, error_size, "cannot listen on %s: %s", address.sun_path,
+				 strerror(errno));
 	}
 	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
 		shim->clients[i].fd = -1;
@@ -131,7 +131,8 @@ static bool send_message(struct shim_client *client, char kind, const char *data
 {
 	char message[SHIM_MESSAGE_MAX];
 	message[0] = kind;
-	memcpy(message + 1, data, length);
+	if (length)
+		memcpy(message + 1, data, length);
 	ssize_t n = send(client->fd, message, length + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
 		client_drop(client);
@@ -174,11 +175,12 @@ void socket_send_exit(struct shim *shim)
 		if (client->lost)
 			send_lost(client);
 		/* The exit notice must arrive: wait briefly for room if needed. */
-		char kind = SHIM_MSG_EXIT;
-		if (send(client->fd, &kind, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EAGAIN) {
+		if (!send_message(client, SHIM_MSG_EXIT, shim->exit_notice,
+				  shim->exit_notice_length) && errno == EAGAIN) {
 			struct pollfd room = {.fd = client->fd, .events = POLLOUT};
 			if (poll(&room, 1, 1000) == 1)
-				send(client->fd, &kind, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+				send_message(client, SHIM_MSG_EXIT, shim->exit_notice,
+					     shim->exit_notice_length);
 		}
 	}
 }

@@ -70,7 +70,9 @@ struct shim {
 	int64_t kill_at;      /* monotonic ms of the pending SIGKILL, 0: none */
 	int64_t timeout_at;   /* monotonic ms of the timeout, 0: none */
 	int64_t held_until;   /* output is not read before a subscriber comes or then */
-	bool recorded;        /* the exit record is written */
+	bool recorded;        /* the exit record is written (or in exit_notice) */
+	char *exit_notice;    /* the record, when its file could not be written */
+	size_t exit_notice_length;
 };
 
 /* shim-run.c */

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "clock.h"
 #include "exec.h"
 #include "init.h"
 #include "redact-json.h"
 #include "redact.h"
-#include "shim-protocol.h"
+#include "steps.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -80,7 +80,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 	char given[64];
 	if (!user)
 		snprintf(given, sizeof given, "%s", init_user() ? init_user()
-						  : boxd_config()->user ? boxd_config()->user : "root");
+						  : api_config(req)->user ? api_config(req)->user : "root");
 	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
 		snprintf(given, sizeof given, "%s", user->valuestring);
 	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
@@ -112,7 +112,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
 	/* The init's working dir, when the control plane set one. */
-	const char *work = init_work_dir() ? init_work_dir() : boxd_config()->work_dir;
+	const char *work = init_work_dir() ? init_work_dir() : api_config(req)->work_dir;
 	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;
@@ -202,15 +202,12 @@ struct exec_call {
 	struct exec_watch watch;
 	bool watching;
 	/* streaming */
-	int fd;
-	struct event *input, *alive;
+	struct exec_stream *stream;
+	struct event *alive;
 	int64_t started_monotonic;
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
-	/* Output bytes the shim sent, and those it said it could not: what the
-	 * log holds beyond both is reported as lost when the command ends. */
-	unsigned long long received, lost;
 };
 
 static void call_release(void *data)
@@ -219,13 +216,10 @@ static void call_release(void *data)
 	if (call->watching)
 		exec_unwatch(call->job, &call->watch);
 	if (call->job)
-		call->job->busy--;
-	if (call->input)
-		event_free(call->input);
+		exec_release(call->job);
+	exec_stream_close(call->stream);
 	if (call->alive)
 		event_free(call->alive);
-	if (call->fd >= 0)
-		close(call->fd);
 	free(call);
 }
 
@@ -259,8 +253,20 @@ static void emit_output(struct exec_call *call, int which, const char *data, siz
 	stream_event(call, event);
 }
 
-static void stream_output(struct exec_call *call, int which, const char *data, size_t length)
+static void throttle(struct exec_call *call)
 {
+	if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
+		/* The client reads slowly: stop taking output (the shim counts
+		 * what it cannot send) until the socket drains. */
+		exec_stream_pause(call->stream);
+		call->paused = true;
+	}
+}
+
+static void stream_output(void *arg, bool is_stderr, const char *data, size_t length)
+{
+	struct exec_call *call = arg;
+	int which = is_stderr;
 	/* Join the previous piece's incomplete character, hold back this one's. */
 	size_t joined_length = call->carry_length[which] + length;
 	char *joined = xmalloc(joined_length);
@@ -274,30 +280,27 @@ static void stream_output(struct exec_call *call, int which, const char *data, s
 	free(joined);
 	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
 	event_add(call->alive, &twenty);
+	throttle(call);
 }
 
-static void stream_lost(struct exec_call *call, unsigned long long bytes)
+static void stream_lost(void *arg, double bytes)
 {
-	call->lost += bytes;
+	struct exec_call *call = arg;
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "type", "lost");
-	cJSON_AddNumberToObject(event, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(event, "bytes", bytes);
 	cJSON_AddStringToObject(event, "logPath", call->job->meta.log_path);
 	stream_event(call, event);
+	throttle(call);
 }
 
-static void stream_finish(struct exec_call *call)
+/* The job has ended (exec read its record). */
+static void stream_finish(void *arg)
 {
+	struct exec_call *call = arg;
 	for (int which = 0; which < 2; which++)
 		if (call->carry_length[which]) /* a character cut short by the end */
 			emit_output(call, which, call->carry[which], call->carry_length[which]);
-	exec_job_ended(call->job);
-	/* The shim's last count may not have reached boxd (its socket was
-	 * full when the command ended): the log's total settles it. */
-	long long unaccounted = (long long)call->job->exit.log_bytes - (long long)call->received -
-				(long long)call->lost;
-	if (unaccounted > 0)
-		stream_lost(call, (unsigned long long)unaccounted);
 	cJSON *event = exec_result_json(call->job, false);
 	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");
@@ -305,52 +308,12 @@ static void stream_finish(struct exec_call *call)
 	api_stream_end(call->req);
 }
 
-/* The count in a LOST message: its own bytes only (the buffer is reused
- * and holds no terminating NUL). */
-static unsigned long long lost_bytes(const char *text, size_t length)
-{
-	char digits[32];
-	if (length >= sizeof digits)
-		length = sizeof digits - 1;
-	memcpy(digits, text, length);
-	digits[length] = '\0';
-	return strtoull(digits, NULL, 10);
-}
-
-static void on_stream_input(evutil_socket_t fd, short what, void *arg)
-{
-	struct exec_call *call = arg;
-	static char message[SHIM_MESSAGE_MAX];
-	for (int round = 0; round < 64; round++) {
-		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
-			stream_finish(call);
-			return;
-		}
-		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR) {
-			call->received += (size_t)n - 1;
-			stream_output(call, message[0] == SHIM_MSG_STDERR, message + 1, (size_t)n - 1);
-		} else if (message[0] == SHIM_MSG_LOST) {
-			stream_lost(call, lost_bytes(message + 1, (size_t)n - 1));
-		}
-		if (api_stream_pending(call->req) > EXEC_STREAM_HIGH) {
-			/* The client reads slowly: stop taking output (the shim
-			 * counts what it cannot send) until the socket drains. */
-			event_del(call->input);
-			call->paused = true;
-			return;
-		}
-	}
-}
-
 static void on_stream_drained(struct api_request *req)
 {
 	struct exec_call *call = api_data(req);
 	if (call && call->paused && api_stream_pending(req) < EXEC_STREAM_HIGH / 4) {
 		call->paused = false;
-		event_add(call->input, NULL);
+		exec_stream_resume(call->stream);
 	}
 }
 
@@ -382,17 +345,15 @@ static void stream_begin(struct exec_call *call)
 	cJSON_AddNumberToObject(event, "pid", call->job->meta.pid);
 	stream_event(call, event);
 	call->started_monotonic = clock_monotonic_ms();
-	call->alive = evtimer_new(boxd_base(), on_alive, call);
+	call->alive = evtimer_new(api_base(call->req), on_alive, call);
 	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
 	event_add(call->alive, &twenty);
-	call->fd = exec_connect(call->job);
-	char subscribe = SHIM_MSG_SUBSCRIBE;
-	if (call->fd < 0 || send(call->fd, &subscribe, 1, MSG_NOSIGNAL) != 1) {
+	static const struct exec_stream_callbacks callbacks = {
+		.output = stream_output, .lost = stream_lost, .ended = stream_finish,
+	};
+	call->stream = exec_subscribe(call->job, &callbacks, call);
+	if (!call->stream)
 		stream_finish(call); /* the shim is gone already: its record says how */
-		return;
-	}
-	call->input = event_new(boxd_base(), call->fd, EV_READ | EV_PERSIST, on_stream_input, call);
-	event_add(call->input, NULL);
 }
 
 /* ---- the routes ---- */
@@ -406,7 +367,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 		return;
 	}
 	call->job = job;
-	job->busy++;
+	exec_hold(job);
 	if (job->meta.background) {
 		cJSON *answer = cJSON_CreateObject();
 		cJSON_AddStringToObject(answer, "bgId", job->id);
@@ -436,7 +397,6 @@ static bool resume_exec(struct api_request *req)
 		return false; /* the first call ended before its command started */
 	struct exec_call *call = xcalloc(1, sizeof *call);
 	call->req = req;
-	call->fd = -1;
 	api_set_data(req, call, call_release);
 	on_started(call, job, NULL, NULL);
 	return true;
@@ -454,7 +414,6 @@ static void handle_exec(struct api_request *req)
 			     strstr(accept, "application/x-ndjson");
 	struct exec_call *call = xcalloc(1, sizeof *call);
 	call->req = req;
-	call->fd = -1;
 	api_set_data(req, call, call_release);
 	/* Named before it starts, so a repeat after a crash of boxd finds it. */
 	request->id = exec_new_id(request->background);

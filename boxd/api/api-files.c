@@ -22,7 +22,7 @@
 
 #include "http/api.h"
 #include "archive-client.h"
-#include "boxd.h"
+#include "config.h"
 #include "steps.h"
 #include "work-path.h"
 #include "xalloc.h"
@@ -228,7 +228,7 @@ static void on_download_gone(struct api_request *req)
 	if (!download)
 		return;
 	if (!download->archive) {
-		event_base_once(boxd_base(), -1, EV_TIMEOUT, end_abandoned_file, req, NULL);
+		event_base_once(api_base(req), -1, EV_TIMEOUT, end_abandoned_file, req, NULL);
 		return;
 	}
 	download->gone = true;
@@ -239,7 +239,7 @@ static void on_download_gone(struct api_request *req)
 static void send_directory(struct api_request *req, struct download *download,
 			   const char *relative)
 {
-	const char *args[] = {"create", boxd_config()->work_dir, relative[0] ? relative : ".", NULL};
+	const char *args[] = {"create", api_config(req)->work_dir, relative[0] ? relative : ".", NULL};
 	char why[256];
 	if (!archive_run_start(args, -1, &download->process, why, sizeof why)) {
 		api_reply_error(req, 500, "internal", "%s", why);
@@ -249,7 +249,7 @@ static void send_directory(struct api_request *req, struct download *download,
 	download->archive = true;
 	download->req = req;
 	download->fd = download->process.output_fd;
-	struct event_base *base = boxd_base();
+	struct event_base *base = api_base(req);
 	download->output_event = event_new(base, download->fd, EV_READ | EV_PERSIST,
 					   on_archive_output, download);
 	download->exit_event = event_new(base, download->process.pid_fd, EV_READ, on_archive_exit,
@@ -260,9 +260,9 @@ static void send_directory(struct api_request *req, struct download *download,
 	api_on_client_gone(req, on_download_gone);
 }
 
-static int open_in_work(const char *relative)
+static int open_in_work(const char *work_dir, const char *relative)
 {
-	int work_fd = open(boxd_config()->work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (work_fd < 0)
 		return -1;
 	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_NONBLOCK);
@@ -277,16 +277,16 @@ static void handle_files(struct api_request *req)
 	const char *path = api_query(req, "path");
 	if (!path || !*path) {
 		api_reply_bad_request(req, "the path query parameter is missing (a file or folder under %s)",
-				      boxd_config()->work_dir);
+				      api_config(req)->work_dir);
 		return;
 	}
 	const char *why = NULL;
-	char *relative = work_path_relative(boxd_config()->work_dir, path, &why);
+	char *relative = work_path_relative(api_config(req)->work_dir, path, &why);
 	if (!relative) {
 		api_reply_bad_request(req, "the path %s %s", path, why);
 		return;
 	}
-	int fd = open_in_work(relative);
+	int fd = open_in_work(api_config(req)->work_dir, relative);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (errno == EXDEV || errno == ELOOP)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "exec.h"
 #include "redact.h"
 #include "steps.h"
@@ -80,7 +80,7 @@ static void wait_release(void *data)
 	struct proc_wait *wait = data;
 	if (wait->watching)
 		exec_unwatch(wait->job, &wait->watch);
-	wait->job->busy--;
+	exec_release(wait->job);
 	if (wait->timer)
 		event_free(wait->timer);
 	free(wait);
@@ -106,10 +106,10 @@ static void wait_for_end(struct api_request *req, struct exec_job *job, double s
 	struct proc_wait *wait = xcalloc(1, sizeof *wait);
 	wait->req = req;
 	wait->job = job;
-	job->busy++;
+	exec_hold(job);
 	api_set_data(req, wait, wait_release);
 	if (seconds > 0) {
-		wait->timer = evtimer_new(boxd_base(), on_wait_timeout, wait);
+		wait->timer = evtimer_new(api_base(req), on_wait_timeout, wait);
 		struct timeval limit = {(time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
 		event_add(wait->timer, &limit);
 	}
@@ -159,8 +159,7 @@ static void handle_stop(struct api_request *req)
 		return;
 	if (job->state == EXEC_RUNNING) {
 		steps_add("stop", "stop %s with %s", job->id, signal_name(signal));
-		if (!exec_stop(job, signal, (int64_t)(grace * 1000)))
-			exec_job_lost(job); /* no shim to ask: the tree is killed */
+		exec_stop(job, signal, (int64_t)(grace * 1000));
 	}
 	wait_for_end(req, job, 0);
 }
@@ -174,7 +173,7 @@ static void handle_delete(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "%s is still running: stop it first", job->id);
 		return;
 	}
-	if (job->busy) {
+	if (exec_held(job)) {
 		api_reply_error(req, 409, "conflict", "%s is being read by another call; try again",
 				job->id);
 		return;

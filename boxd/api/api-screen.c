@@ -8,14 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "clock.h"
 #include "health.h"
 #include "log.h"
+#include "random-id.h"
 #include "screen-client.h"
 #include "steps.h"
 #include "xalloc.h"
@@ -221,19 +221,18 @@ static void handle_input(struct api_request *req)
 /* ---- recording ---- */
 
 /* Creates WORK/.sbx/recordings and names a new file there. */
-static bool screen_new_recording(char **id, char **path, char *error, size_t error_size)
+static bool screen_new_recording(const char *work, char **id, char **path, char *error,
+				 size_t error_size)
 {
-	const char *work = boxd_config()->work_dir;
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *directory = xasprintf("%s/.sbx/recordings", work);
 	bool ok = (mkdir(sbx, 0755) == 0 || errno == EEXIST) &&
 		  (mkdir(directory, 0755) == 0 || errno == EEXIST);
 	if (!ok)
 		snprintf(error, error_size, "cannot create %s: %s", directory, strerror(errno));
-	uint32_t random = 0;
-	if (getrandom(&random, sizeof random, 0) != sizeof random)
-		random = (uint32_t)clock_monotonic_us();
-	*id = xasprintf("r_%" PRIx64 "%08" PRIx32, (uint64_t)clock_now_ms(), random);
+	char random[9];
+	random_hex(random, 4);
+	*id = xasprintf("r_%" PRIx64 "%s", (uint64_t)clock_now_ms(), random);
 	*path = xasprintf("%s/%s.mp4", directory, *id);
 	free(sbx);
 	free(directory);
@@ -279,7 +278,7 @@ static void handle_record_start(struct api_request *req)
 	}
 	screen_api_prepare();
 	char error[300];
-	if (!screen_new_recording(&recording.id, &recording.path, error, sizeof error)) {
+	if (!screen_new_recording(api_config(req)->work_dir, &recording.id, &recording.path, error, sizeof error)) {
 		screen_recording_clear();
 		api_reply_error(req, 500, "internal", "%s", error);
 		return;

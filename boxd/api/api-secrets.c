@@ -8,8 +8,9 @@
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
+#include "config.h"
 #include "dotenv.h"
+#include "io.h"
 #include "secrets.h"
 #include "steps.h"
 #include "xalloc.h"
@@ -109,14 +110,7 @@ static bool write_private_file(const char *dir, const char *path, const void *da
 {
 	char *temp = xasprintf("%s/.env-%d.tmp", dir, (int)getpid());
 	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bool ok = fd >= 0;
-	for (size_t at = 0; ok && at < len;) {
-		ssize_t n = write(fd, (const char *)data + at, len - at);
-		if (n < 0 && errno == EINTR)
-			continue;
-		ok = n > 0;
-		at += ok ? (size_t)n : 0;
-	}
+	bool ok = fd >= 0 && io_write_all(fd, data, len);
 	ok = ok && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
 	if (fd >= 0 && close(fd) != 0)
 		ok = false;
@@ -147,7 +141,7 @@ static void handle_put_env(struct api_request *req)
 	}
 	dotenv_free(&env);
 
-	const char *work = boxd_config()->work_dir;
+	const char *work = api_config(req)->work_dir;
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "http/api.h"
-#include "archive-client.h"
-#include "boxd.h"
+#include "api-archive.h"
+#include "config.h"
 #include "log.h"
 #include "redact.h"
 #include "upload.h"
@@ -60,17 +60,9 @@ static void diff_answered(struct api_request *req, const struct archive_call_res
 
 static void handle_diff(struct api_request *req)
 {
-	const char *dest = api_query(req, "dest");
-	if (!dest) {
-		api_reply_bad_request(req, "the dest query parameter is missing (a folder under the work dir)");
+	char *relative = api_upload_dest(req);
+	if (!relative)
 		return;
-	}
-	const char *why = NULL;
-	char *relative = work_path_relative(boxd_config()->work_dir, dest, &why);
-	if (!relative) {
-		api_reply_bad_request(req, "dest %s", why);
-		return;
-	}
 	const char *limit = api_query(req, "limit");
 	if (!limit)
 		limit = DEFAULT_LIMIT;
@@ -82,21 +74,21 @@ static void handle_diff(struct api_request *req)
 		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
 		return;
 	}
-	char *cache = xasprintf("%s/hash-cache", boxd_config()->run_dir);
-	const char *args[] = {"diff", boxd_config()->work_dir, relative[0] ? relative : ".", limit,
-			      cache, "--user", boxd_config()->user ? boxd_config()->user : "root",
+	char *cache = xasprintf("%s/hash-cache", api_config(req)->run_dir);
+	const char *args[] = {"diff", api_config(req)->work_dir, relative[0] ? relative : ".", limit,
+			      cache, "--user", api_config(req)->user ? api_config(req)->user : "root",
 			      NULL};
-	archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
+	api_archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
 	free(cache);
 	free(relative);
 }
 
 static void handle_upload(struct api_request *req)
 {
-	char *dest = upload_dest(req);
+	char *dest = api_upload_dest(req);
 	if (!dest)
 		return;
-	upload_extract(req, dest, -1, NULL, NULL);
+	api_upload_extract(req, dest, -1, NULL, NULL);
 	free(dest);
 }
 

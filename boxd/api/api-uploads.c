@@ -14,15 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "http/api.h"
-#include "boxd.h"
-#include "manifest.h"
-#include "upload.h"
+#include "api-archive.h"
+#include "config.h"
+#include "random-id.h"
 #include "xalloc.h"
 
 #define ID_LENGTH 32
@@ -54,14 +53,14 @@ static void busy_release(const char *id)
 			busy_ids[i][0] = '\0';
 }
 
-static char *spool_dir(void)
+static char *spool_dir(const char *work_dir)
 {
-	return xasprintf("%s/.sbx/uploads", boxd_config()->work_dir);
+	return xasprintf("%s/.sbx/uploads", work_dir);
 }
 
-static char *spool_file(const char *id, const char *suffix)
+static char *spool_file(const char *work_dir, const char *id, const char *suffix)
 {
-	return xasprintf("%s/.sbx/uploads/%s.%s", boxd_config()->work_dir, id, suffix);
+	return xasprintf("%s/.sbx/uploads/%s.%s", work_dir, id, suffix);
 }
 
 /* The {id} segment, checked (32 hex digits), or NULL after answering. */
@@ -71,7 +70,7 @@ static const char *upload_id(struct api_request *req)
 	bool valid = id && strlen(id) == ID_LENGTH;
 	for (int i = 0; valid && i < ID_LENGTH; i++)
 		valid = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
-	char *part = valid ? spool_file(id, "part") : NULL;
+	char *part = valid ? spool_file(api_config(req)->work_dir, id, "part") : NULL;
 	bool exists = part && access(part, F_OK) == 0;
 	free(part);
 	if (!exists) {
@@ -100,25 +99,20 @@ static void remove_stale(const char *dir_path)
 
 static void handle_create(struct api_request *req)
 {
-	char *dest = upload_dest(req);
+	char *dest = api_upload_dest(req);
 	if (!dest)
 		return;
-	char *dir = spool_dir();
-	char *sbx = xasprintf("%s/.sbx", boxd_config()->work_dir);
+	char *dir = spool_dir(api_config(req)->work_dir);
+	char *sbx = xasprintf("%s/.sbx", api_config(req)->work_dir);
 	mkdir(sbx, 0755);
 	mkdir(dir, 0700);
 	free(sbx);
 	remove_stale(dir);
 	free(dir);
-	unsigned char random[ID_LENGTH / 2];
 	char id[ID_LENGTH + 1];
-	if (getrandom(random, sizeof random, 0) != sizeof random) {
-		free(dest);
-		api_reply_error(req, 500, "internal", "no randomness for an upload id: %s", strerror(errno));
-		return;
-	}
-	manifest_hex_encode(random, sizeof random, id);
-	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	random_hex(id, ID_LENGTH / 2);
+	const char *work = api_config(req)->work_dir;
+	char *dest_path = spool_file(work, id, "dest"), *part_path = spool_file(work, id, "part");
 	FILE *file = fopen(dest_path, "wxe");
 	int part = open(part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	bool ok = file && part >= 0 && fputs(dest, file) >= 0;
@@ -130,7 +124,7 @@ static void handle_create(struct api_request *req)
 		unlink(dest_path);
 		unlink(part_path);
 		api_reply_error(req, 500, "internal", "cannot make the upload's files under %s/.sbx/uploads: %s",
-				boxd_config()->work_dir, strerror(errno));
+				api_config(req)->work_dir, strerror(errno));
 	} else {
 		cJSON *answer = cJSON_CreateObject();
 		cJSON_AddStringToObject(answer, "uploadId", id);
@@ -202,7 +196,7 @@ static void handle_put(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy with another piece; retry when it is done", id);
 		return;
 	}
-	char *part_path = spool_file(id, "part");
+	char *part_path = spool_file(api_config(req)->work_dir, id, "part");
 	int fd = open(part_path, O_WRONLY | O_CLOEXEC);
 	free(part_path);
 	struct stat st;
@@ -243,7 +237,7 @@ static void handle_head(struct api_request *req)
 	const char *id = upload_id(req);
 	if (!id)
 		return;
-	char *part_path = spool_file(id, "part");
+	char *part_path = spool_file(api_config(req)->work_dir, id, "part");
 	struct stat st;
 	int status = stat(part_path, &st);
 	free(part_path);
@@ -258,22 +252,29 @@ static void handle_head(struct api_request *req)
 	api_reply_bytes(req, 200, "application/octet-stream", "", 0);
 }
 
-static void remove_upload(const char *id)
+static void remove_upload(const char *work_dir, const char *id)
 {
-	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	char *dest_path = spool_file(work_dir, id, "dest");
+	char *part_path = spool_file(work_dir, id, "part");
 	unlink(part_path);
 	unlink(dest_path);
 	free(dest_path);
 	free(part_path);
 }
 
+/* A finished upload's files go once extracted. */
+struct finishing {
+	const char *work_dir; /* boxd's config: lives as long as boxd */
+	char id[ID_LENGTH + 1];
+};
+
 static void finish_done(void *arg, bool ok)
 {
-	char *id = arg;
-	busy_release(id);
+	struct finishing *finishing = arg;
+	busy_release(finishing->id);
 	if (ok)
-		remove_upload(id);
-	free(id);
+		remove_upload(finishing->work_dir, finishing->id);
+	free(finishing);
 }
 
 static void handle_finish(struct api_request *req)
@@ -285,7 +286,8 @@ static void handle_finish(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when its piece is stored", id);
 		return;
 	}
-	char *dest_path = spool_file(id, "dest"), *part_path = spool_file(id, "part");
+	const char *work = api_config(req)->work_dir;
+	char *dest_path = spool_file(work, id, "dest"), *part_path = spool_file(work, id, "part");
 	char dest[4096] = "";
 	FILE *file = fopen(dest_path, "re");
 	bool have_dest = file && !ferror(file);
@@ -304,7 +306,10 @@ static void handle_finish(struct api_request *req)
 		api_reply_error(req, 500, "internal", "upload %s lost its files under .sbx/uploads", id);
 		return;
 	}
-	upload_extract(req, dest, fd, finish_done, xstrdup(id));
+	struct finishing *finishing = xcalloc(1, sizeof *finishing);
+	finishing->work_dir = api_config(req)->work_dir;
+	strcpy(finishing->id, id);
+	api_upload_extract(req, dest, fd, finish_done, finishing);
 }
 
 static void handle_delete(struct api_request *req)
@@ -316,7 +321,7 @@ static void handle_delete(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when it is done", id);
 		return;
 	}
-	remove_upload(id);
+	remove_upload(api_config(req)->work_dir, id);
 	busy_release(id);
 	cJSON *answer = cJSON_CreateObject();
 	cJSON_AddBoolToObject(answer, "ok", true);

@@ -1,4 +1,5 @@
 #include "archive-sandbox.h"
+#include "text.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -55,10 +56,8 @@ static bool allow_calls(scmp_filter_ctx filter, const char *const *calls, size_t
 {
 	for (size_t i = 0; i < count; i++) {
 		int number = seccomp_syscall_resolve_name(calls[i]);
-		if (number == __NR_SCMP_ERROR || seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0) < 0) {
-			snprintf(why, why_size, "cannot allow %s", calls[i]);
-			return false;
-		}
+		if (number == __NR_SCMP_ERROR || seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0) < 0)
+			return text_fail(why, why_size, "cannot allow %s", calls[i]);
 	}
 	return true;
 }
@@ -71,10 +70,8 @@ static bool install_filter(enum archive_sandbox_profile profile, char *why, size
 		sigaction(SIGSYS, &action, NULL);
 	}
 	scmp_filter_ctx filter = seccomp_init(debug ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS);
-	if (!filter) {
-		snprintf(why, why_size, "seccomp_init failed");
-		return false;
-	}
+	if (!filter)
+		return text_fail(why, why_size, "seccomp_init failed");
 	/* Harmless probes fail with an errno: libc's isatty on stdout, and the
 	 * sanitizers' prctl calls in test builds. */
 	bool ok = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 0) == 0 &&
@@ -109,8 +106,7 @@ static bool trim_capabilities(const cap_value_t *keep, int count, char *why, siz
 			kept |= keep[i] == cap;
 		if (!kept && CAP_IS_SUPPORTED(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
 		    errno != EINVAL && errno != EPERM) {
-			snprintf(why, why_size, "cannot drop capability %d: %s", cap, strerror(errno));
-			return false;
+			return text_fail(why, why_size, "cannot drop capability %d: %s", cap, strerror(errno));
 		}
 	}
 	cap_t caps = cap_init(); /* all clear */
@@ -120,10 +116,8 @@ static bool trim_capabilities(const cap_value_t *keep, int count, char *why, siz
 	}
 	int status = cap_set_proc(caps);
 	cap_free(caps);
-	if (status < 0) {
-		snprintf(why, why_size, "cannot set capabilities: %s", strerror(errno));
-		return false;
-	}
+	if (status < 0)
+		return text_fail(why, why_size, "cannot set capabilities: %s", strerror(errno));
 	return true;
 }
 
@@ -136,9 +130,7 @@ bool archive_sandbox_enter(enum archive_sandbox_profile profile, char *why, size
 	bool extract = profile == ARCHIVE_SANDBOX_EXTRACT;
 	if (!trim_capabilities(extract ? extract_caps : create_caps, extract ? 2 : 1, why, why_size))
 		return false;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		snprintf(why, why_size, "cannot set no_new_privs: %s", strerror(errno));
-		return false;
-	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return text_fail(why, why_size, "cannot set no_new_privs: %s", strerror(errno));
 	return install_filter(profile, why, why_size);
 }

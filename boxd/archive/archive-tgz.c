@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "random-id.h"
 #include "safe-path.h"
 #include "work-path.h"
 #include "xalloc.h"
@@ -172,10 +172,9 @@ static bool enter_parent(struct extract *extract, const char **leaf)
 /* A fresh name beside `leaf` for the temporary copy. */
 static void temporary_name(const char *leaf, char *out, size_t out_size)
 {
-	unsigned long long nonce = 0;
-	if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) < 0)
-		nonce = (unsigned long long)getpid();
-	snprintf(out, out_size, ".%.200s.boxd-%016llx", leaf, nonce);
+	char nonce[17];
+	random_hex(nonce, 8);
+	snprintf(out, out_size, ".%.200s.boxd-%s", leaf, nonce);
 }
 
 /* Moves `temporary` over `leaf`; a directory in the way is an error. */

@@ -42,6 +42,7 @@
 
 #include "archive-tgz.h"
 #include "hash-cache.h"
+#include "io.h"
 #include "archive-sandbox.h"
 #include "sync.h"
 #include "work-path.h"
@@ -272,24 +273,6 @@ static void print_error(const char *code, const char *message)
 	cJSON_Delete(json);
 }
 
-static char *read_all(int fd, size_t *length)
-{
-	size_t capacity = 1 << 16;
-	char *data = xmalloc(capacity);
-	*length = 0;
-	for (;;) {
-		ssize_t got = read(fd, data + *length, capacity - *length);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		*length += (size_t)got;
-		if (*length == capacity)
-			data = xrealloc(data, capacity *= 2);
-	}
-	return data;
-}
-
 static int run_diff(int work_fd, const char *dest, const char *limit_text, const char *cache_path,
 		    const char *user)
 {
@@ -324,7 +307,12 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 		return 1;
 	}
 	size_t length;
-	char *manifest = read_all(0, &length);
+	char *manifest = io_read_to_end(0, SIZE_MAX / 4, &length);
+	if (!manifest) {
+		snprintf(message, sizeof message, "cannot read the manifest: %s", strerror(errno));
+		print_error("internal", message);
+		return 1;
+	}
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct sync_diff_result result;
 	sync_diff_run(dest_fd, manifest, length, strtoul(limit_text, NULL, 10), cache,

@@ -45,6 +45,20 @@ struct api_request {
 	bool activity;      /* counted in health's calls in flight */
 };
 
+/* What the server was started with (api_attach). */
+static struct event_base *attached_base;
+static const struct boxd_config *attached_config;
+
+const struct boxd_config *api_config(struct api_request *req)
+{
+	return attached_config;
+}
+
+struct event_base *api_base(struct api_request *req)
+{
+	return attached_base;
+}
+
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
 struct waiter_list {
 	struct evhttp_request **items;
@@ -534,8 +548,10 @@ static void dispatch(struct evhttp_request *http, void *arg)
 	req->route->handle(req);
 }
 
-void api_attach(struct evhttp *http)
+void api_attach(struct evhttp *http, struct event_base *base, const struct boxd_config *config)
 {
+	attached_base = base;
+	attached_config = config;
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
 				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 				   EVHTTP_REQ_PATCH);

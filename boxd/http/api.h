@@ -21,7 +21,9 @@
 #include <cjson/cJSON.h>
 
 struct api_request;
+struct boxd_config;
 struct evbuffer;
+struct event_base;
 
 enum api_route_flags {
 	/* Refused with 423 `locked` while a person has the screen. */
@@ -77,6 +79,10 @@ const char *api_request_resumed(struct api_request *req);
 bool api_client_gone(struct api_request *req);
 /* Called once if the client disconnects before the answer is complete. */
 void api_on_client_gone(struct api_request *req, void (*gone)(struct api_request *req));
+
+/* boxd's settings and its event loop, as given to the server at start. */
+const struct boxd_config *api_config(struct api_request *req);
+struct event_base *api_base(struct api_request *req);
 
 /* ---- answering ---- */
 /* Takes ownership of `body`. */

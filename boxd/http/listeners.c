@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "text.h"
 
 #define MAX_GUARDED 4
 
@@ -73,10 +74,8 @@ static bool clear_stale_socket(const struct sockaddr_un *address, char *error, s
 		return true;
 	int answered = connect(probe, (const struct sockaddr *)address, sizeof *address) == 0;
 	close(probe);
-	if (answered) {
-		snprintf(error, error_size, "another boxd is already serving on %s", address->sun_path);
-		return false;
-	}
+	if (answered)
+		return text_fail(error, error_size, "another boxd is already serving on %s", address->sun_path);
 	unlink(address->sun_path);
 	return true;
 }

@@ -13,14 +13,15 @@
 #include <unistd.h>
 
 #include "api-internal.h"
-#include "boxd.h"
 #include "clock.h"
 #include "listeners.h"
 #include "log.h"
 #include "request-ids.h"
+#include "text.h"
 #include "xalloc.h"
 
 static struct evhttp *http;
+static struct event_base *loop;
 static int unix_fd = -1, vsock_fd = -1;
 static struct evhttp_bound_socket *unix_bound;
 static char *socket_path;
@@ -51,7 +52,7 @@ static void on_rest_over(evutil_socket_t fd, short what, void *arg)
 static void rest_listener(struct evconnlistener *listener, int error)
 {
 	if (!rest_timer)
-		rest_timer = evtimer_new(boxd_base(), on_rest_over, NULL);
+		rest_timer = evtimer_new(loop, on_rest_over, NULL);
 	if (!evtimer_pending(rest_timer, NULL)) {
 		/* Once a minute at most, however long it lasts. */
 		static int64_t logged_ms;
@@ -173,7 +174,7 @@ static void watch_socket(void)
 	}
 	static char base[PATH_MAX];
 	snprintf(base, sizeof base, "%s", basename(name));
-	watch_event = event_new(boxd_base(), watch_fd, EV_READ | EV_PERSIST, on_socket_dir_event, base);
+	watch_event = event_new(loop, watch_fd, EV_READ | EV_PERSIST, on_socket_dir_event, base);
 	event_add(watch_event, NULL);
 }
 
@@ -199,13 +200,15 @@ static void serve_vsock(const struct boxd_config *config)
 	log_msg(LOG_LEVEL_INFO, "serving on vsock port %d", config->vsock_port);
 }
 
-bool server_start(const struct boxd_config *config, char *error, size_t error_size)
+bool server_start(struct event_base *base, const struct boxd_config *config, char *error,
+		  size_t error_size)
 {
 	char *store = xasprintf("%s/request-ids", config->run_dir);
 	request_ids_open(store, clock_monotonic_ms());
 	free(store);
-	http = evhttp_new(boxd_base());
-	api_attach(http);
+	loop = base;
+	http = evhttp_new(base);
+	api_attach(http, base, config);
 	/* A client that connects and says nothing, or stops halfway through its
 	 * request, is dropped after this long. */
 	evhttp_set_timeout(http, config->idle_timeout_sec);

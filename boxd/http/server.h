@@ -7,9 +7,12 @@
 
 #include "config.h"
 
+struct event_base;
+
 /* Binds the listeners and starts serving the API on the loop. A missing
  * vsock device is a warning, not a failure. */
-bool server_start(const struct boxd_config *config, char *error, size_t error_size);
+bool server_start(struct event_base *base, const struct boxd_config *config, char *error,
+		  size_t error_size);
 /* Closes listeners and connections and removes the socket file. */
 void server_stop(void);
 

@@ -81,7 +81,7 @@ void shim_meta_free(struct shim_meta *meta)
 	*meta = (struct shim_meta){0};
 }
 
-bool exit_record_write(const struct exit_record *record, const char *path)
+static void record_fields(const struct exit_record *record, struct fields_writer *w_out)
 {
 	struct fields_writer w = {0};
 	fields_add_int(&w, "exitCode", record->exit_code);
@@ -95,19 +95,44 @@ bool exit_record_write(const struct exit_record *record, const char *path)
 	fields_add_int(&w, "truncated", record->truncated);
 	fields_add_string(&w, "logError", record->log_error);
 	fields_add_string(&w, "message", record->message);
+	*w_out = w;
+}
+
+bool exit_record_write(const struct exit_record *record, const char *path)
+{
+	struct fields_writer w;
+	record_fields(record, &w);
 	bool ok = fields_write_file(&w, path);
 	fields_writer_free(&w);
 	return ok;
 }
 
+char *exit_record_format(const struct exit_record *record, size_t *length)
+{
+	struct fields_writer w;
+	record_fields(record, &w);
+	*length = w.length;
+	return w.data; /* the writer's buffer, handed over */
+}
+
 bool exit_record_read(struct exit_record *record, const char *path)
+{
+	size_t length;
+	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
+	if (!data) {
+		*record = (struct exit_record){.cpu_ms = EXIT_RECORD_UNKNOWN,
+					       .peak_memory_bytes = EXIT_RECORD_UNKNOWN};
+		return false;
+	}
+	bool ok = exit_record_parse(record, data, length);
+	free(data);
+	return ok;
+}
+
+bool exit_record_parse(struct exit_record *record, const char *data, size_t length)
 {
 	*record = (struct exit_record){.cpu_ms = EXIT_RECORD_UNKNOWN,
 				       .peak_memory_bytes = EXIT_RECORD_UNKNOWN};
-	size_t length;
-	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
-	if (!data)
-		return false;
 	struct fields_reader r = {data, length, 0};
 	const char *key, *v;
 	size_t n;
@@ -125,7 +150,6 @@ bool exit_record_read(struct exit_record *record, const char *path)
 		else if (!strcmp(key, "logError")) set_string(&record->log_error, v, n);
 		else if (!strcmp(key, "message")) set_string(&record->message, v, n);
 	}
-	free(data);
 	if (malformed) {
 		exit_record_free(record);
 		return false;

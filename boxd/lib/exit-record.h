@@ -13,6 +13,7 @@
 #define BOXD_EXIT_RECORD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define EXIT_RECORD_UNKNOWN (-1) /* cpuMs / peakMemoryBytes the kernel cannot tell */
@@ -52,6 +53,10 @@ void shim_meta_free(struct shim_meta *meta);
 
 bool exit_record_write(const struct exit_record *record, const char *path);
 bool exit_record_read(struct exit_record *record, const char *path);
+/* The record in the state files' format, for a SHIM_MSG_EXIT payload when
+ * the file cannot be written (a full disk). Caller frees. */
+char *exit_record_format(const struct exit_record *record, size_t *length);
+bool exit_record_parse(struct exit_record *record, const char *data, size_t length);
 void exit_record_free(struct exit_record *record);
 
 /* "SIGTERM" for 15, NULL for 0; signal_number("SIGTERM" or "TERM" or "15") or -1. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "xalloc.h"
 
 static void reserve(struct fields_writer *writer, size_t more)
@@ -56,16 +57,7 @@ void fields_writer_free(struct fields_writer *writer)
 
 bool fields_write_fd(const struct fields_writer *writer, int fd)
 {
-	size_t done = 0;
-	while (done < writer->length) {
-		ssize_t n = write(fd, writer->data + done, writer->length - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		done += (size_t)n;
-	}
-	return true;
+	return io_write_all(fd, writer->data, writer->length);
 }
 
 bool fields_write_file(const struct fields_writer *writer, const char *path)
@@ -128,45 +120,12 @@ bool fields_next(struct fields_reader *reader, const char **key, const char **va
 	return true;
 }
 
-char *fields_read_fd(int fd, size_t limit, size_t *length)
-{
-	size_t capacity = 4096, used = 0;
-	char *data = xmalloc(capacity);
-	for (;;) {
-		if (used + 1 >= capacity) {
-			if (capacity > limit) {
-				free(data);
-				errno = EFBIG;
-				return NULL;
-			}
-			capacity *= 2;
-			data = xrealloc(data, capacity);
-		}
-		ssize_t n = read(fd, data + used, capacity - used - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int saved = errno;
-			free(data);
-			errno = saved;
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		used += (size_t)n;
-	}
-	data[used] = '\0';
-	if (length)
-		*length = used;
-	return data;
-}
-
 char *fields_read_file(const char *path, size_t limit, size_t *length)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	char *data = fields_read_fd(fd, limit, length);
+	char *data = io_read_to_end(fd, limit, length);
 	int saved = errno;
 	close(fd);
 	errno = saved;

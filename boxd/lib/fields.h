@@ -35,10 +35,9 @@ struct fields_reader {
 bool fields_next(struct fields_reader *reader, const char **key, const char **value,
 		 size_t *value_length, bool *malformed);
 
-/* Reads a whole file or fd (at most `limit` bytes) into a NUL-terminated
- * buffer; NULL with errno set on failure. */
+/* Reads a whole file (at most `limit` bytes) into a NUL-terminated buffer;
+ * NULL with errno set on failure. A descriptor: io_read_to_end (io.h). */
 char *fields_read_file(const char *path, size_t limit, size_t *length);
-char *fields_read_fd(int fd, size_t limit, size_t *length);
 
 /* Value helpers: a NUL-terminated copy, an integer (`fallback` when malformed). */
 char *fields_string(const char *value, size_t length);

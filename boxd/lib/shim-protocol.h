@@ -8,7 +8,9 @@
  *   SHIM_MSG_STDOUT / SHIM_MSG_STDERR  masked output, only after SUBSCRIBE
  *   SHIM_MSG_LOST     "N": N bytes were not streamed (boxd was slow); the
  *                     log and the captures still have them
- *   SHIM_MSG_EXIT     the exit record has been written (payload empty)
+ *   SHIM_MSG_EXIT     the exit record has been written (payload empty), or
+ *                     could not be (a full disk): then the payload is the
+ *                     record itself, in the state file's format
  * boxd -> shim
  *   SHIM_MSG_SUBSCRIBE  start sending output on this connection
  *   SHIM_MSG_STOP       "SIGNAL GRACE_MS": signal the whole tree, SIGKILL

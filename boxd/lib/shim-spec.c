@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "fields.h"
+#include "io.h"
+#include "text.h"
 #include "xalloc.h"
 
 static void add_list(struct fields_writer *w, const char *key, char **items, size_t count)
@@ -114,11 +116,9 @@ bool shim_spec_read(struct shim_spec *spec, int fd, char *error, size_t error_si
 {
 	*spec = (struct shim_spec){0};
 	size_t length;
-	char *data = fields_read_fd(fd, SHIM_SPEC_MAX_BYTES, &length);
-	if (!data) {
-		snprintf(error, error_size, "cannot read the spec on stdin: %s", strerror(errno));
-		return false;
-	}
+	char *data = io_read_to_end(fd, SHIM_SPEC_MAX_BYTES, &length);
+	if (!data)
+		return text_fail(error, error_size, "cannot read the spec on stdin: %s", strerror(errno));
 	struct fields_reader r = {data, length, 0};
 	const char *key, *v;
 	size_t n;

@@ -6,7 +6,9 @@
 #include <stddef.h>
 
 /* Formats a sentence into `error` and returns false, so a failing function
- * can end with `return text_fail(error, size, "...", ...);`. */
+ * can end with `return text_fail(error, size, "...", ...);`. This is the
+ * one way a function that fails at once says why; snprintf into the error
+ * buffer only when cleanup must come between the sentence and the return. */
 bool text_fail(char *error, size_t size, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "input-keys.h"
+#include "text.h"
 #include "xalloc.h"
 
 /* Pauses between events. Applications read XTest events like a real
@@ -167,10 +168,8 @@ static bool input_check_one(const cJSON *action, char *why, size_t why_size)
 
 bool input_check(const cJSON *actions, char *error, size_t error_size)
 {
-	if (!cJSON_IsArray(actions)) {
-		snprintf(error, error_size, "\"actions\" must be an array of actions");
-		return false;
-	}
+	if (!cJSON_IsArray(actions))
+		return text_fail(error, error_size, "\"actions\" must be an array of actions");
 	int count = cJSON_GetArraySize(actions);
 	if (count > INPUT_MAX_ACTIONS) {
 		snprintf(error, error_size, "%d actions in one request; at most %d", count,
@@ -183,10 +182,8 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 	const cJSON *action;
 	cJSON_ArrayForEach(action, actions) {
 		char why[200];
-		if (!input_check_one(action, why, sizeof why)) {
-			snprintf(error, error_size, "action %d %s", index, why);
-			return false;
-		}
+		if (!input_check_one(action, why, sizeof why))
+			return text_fail(error, error_size, "action %d %s", index, why);
 		/* Only a wait's "ms" counts (and was range-checked above); the
 		 * same field on another action is ignored, never converted. */
 		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
@@ -329,10 +326,8 @@ static bool input_tap_keysym(struct input *input, KeySym keysym, char *error, si
 	int code = input_find_key(input, keysym, &shift);
 	if (!code)
 		code = input_borrow_key(input, keysym);
-	if (!code) {
-		snprintf(error, error_size, "no keycode is free to type the keysym 0x%lx", keysym);
-		return false;
-	}
+	if (!code)
+		return text_fail(error, error_size, "no keycode is free to type the keysym 0x%lx", keysym);
 	int shift_code = shift ? XKeysymToKeycode(input_display(input), XK_Shift_L) : 0;
 	if (shift_code)
 		input_key(input, shift_code, true);
@@ -374,10 +369,8 @@ static bool input_combo(struct input *input, const char *keys, char *error, size
 		codes[i] = input_find_key(input, keysyms[i], &shift);
 		if (!codes[i])
 			codes[i] = input_borrow_key(input, keysyms[i]);
-		if (!codes[i]) {
-			snprintf(error, error_size, "no keycode is free for \"%s\"", keys);
-			return false;
-		}
+		if (!codes[i])
+			return text_fail(error, error_size, "no keycode is free for \"%s\"", keys);
 	}
 	for (int i = 0; i < count; i++)
 		input_key(input, codes[i], true);

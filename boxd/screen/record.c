@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "text.h"
 #include "xalloc.h"
 
 /* x264 settings: ultrafast with zerolatency (no lookahead, no B-frames: a
@@ -211,11 +212,9 @@ static bool record_grab_and_encode(struct record *record, int64_t slot, char *er
 	struct screen_image image;
 	if (!screen_grab(record->grabber, &image, error, error_size))
 		return false;
-	if (image.width < record->frame->width || image.height < record->frame->height) {
-		snprintf(error, error_size, "the screen shrank to %dx%d during the recording",
-			 image.width, image.height);
-		return false;
-	}
+	if (image.width < record->frame->width || image.height < record->frame->height)
+		return text_fail(error, error_size, "the screen shrank to %dx%d during the recording",
+				 image.width, image.height);
 	screen_draw_cursor(record->screen, &image, 0, 0);
 	return record_encode(record, &image, slot, error, error_size);
 }
@@ -303,21 +302,17 @@ static bool record_prepare(struct record *record, char *error, size_t error_size
 	if (!screen_grab(record->grabber, &image, error, error_size))
 		return false;
 	int width = image.width & ~1, height = image.height & ~1;
-	if (width < 2 || height < 2) {
-		snprintf(error, error_size, "the screen is too small to record (%dx%d)", image.width,
-			 image.height);
-		return false;
-	}
+	if (width < 2 || height < 2)
+		return text_fail(error, error_size, "the screen is too small to record (%dx%d)", image.width,
+				 image.height);
 	if (!record_open_encoder(record, width, height, error, error_size) ||
 	    !record_open_output(record, error, error_size))
 		return false;
 	record->scaler = sws_getContext(width, height,
 					image.layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0 : AV_PIX_FMT_RGB0,
 					width, height, AV_PIX_FMT_YUV420P, SWS_BILINEAR, NULL, NULL, NULL);
-	if (!record->scaler) {
-		snprintf(error, error_size, "cannot set up the colour conversion for %dx%d", width, height);
-		return false;
-	}
+	if (!record->scaler)
+		return text_fail(error, error_size, "cannot set up the colour conversion for %dx%d", width, height);
 	record->stats.width = width;
 	record->stats.height = height;
 	record->stats.started_at = clock_now_ms();

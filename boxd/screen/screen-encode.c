@@ -14,6 +14,7 @@
 #include <libavutil/opt.h>
 #include <libswscale/swscale.h>
 
+#include "text.h"
 #include "xalloc.h"
 
 /* The fastest setting whose files are no larger than scrot's (which is zlib
@@ -73,11 +74,9 @@ static bool screen_encoder_open(struct screen_encoder *encoder, enum shot_format
 	screen_encoder_close_codec(encoder);
 	const AVCodec *codec = avcodec_find_encoder(format == SHOT_FORMAT_PNG ? AV_CODEC_ID_PNG
 									    : AV_CODEC_ID_MJPEG);
-	if (!codec) {
-		snprintf(error, error_size, "this FFmpeg has no %s encoder",
-			 format == SHOT_FORMAT_PNG ? "PNG" : "JPEG");
-		return false;
-	}
+	if (!codec)
+		return text_fail(error, error_size, "this FFmpeg has no %s encoder",
+				 format == SHOT_FORMAT_PNG ? "PNG" : "JPEG");
 	AVCodecContext *context = avcodec_alloc_context3(codec);
 	context->width = width;
 	context->height = height;
@@ -129,11 +128,9 @@ bool screen_encode(struct screen_encoder *encoder, const struct screen_image *im
 	encoder->scaler = sws_getCachedContext(encoder->scaler, image->width, image->height,
 					       source_format, out_width, out_height,
 					       frame->format, flags, NULL, NULL, NULL);
-	if (!encoder->scaler) {
-		snprintf(error, error_size, "cannot scale %dx%d to %dx%d", image->width,
-			 image->height, out_width, out_height);
-		return false;
-	}
+	if (!encoder->scaler)
+		return text_fail(error, error_size, "cannot scale %dx%d to %dx%d", image->width,
+				 image->height, out_width, out_height);
 	const uint8_t *source[4] = { image->pixels };
 	int source_stride[4] = { image->stride };
 	sws_scale(encoder->scaler, source, source_stride, 0, image->height, frame->data,

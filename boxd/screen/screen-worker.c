@@ -10,19 +10,15 @@
  * When a connected server goes away the worker exits with
  * SCREEN_EXIT_X_LOST and boxd starts a new one. It exits 0 when boxd closes
  * its end (boxd stopped or died), finishing a recording first. */
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -30,6 +26,7 @@
 
 #include "clock.h"
 #include "input.h"
+#include "io.h"
 #include "log.h"
 #include "record.h"
 #include "screen-encode.h"
@@ -37,221 +34,6 @@
 #include "screen-worker.h"
 #include "screen.h"
 #include "xalloc.h"
-
-#define WORKER_X11_SOCKET_DIR "/tmp/.X11-unix"
-/* After the server's socket appears it may take a moment to accept. */
-#define WORKER_CONNECT_TRIES 40
-#define WORKER_CONNECT_PAUSE_US 50000
-
-
-/* ---- frames ---- */
-
-static bool worker_read_full(int fd, void *buffer, size_t length)
-{
-	uint8_t *at = buffer;
-	while (length > 0) {
-		ssize_t n = read(fd, at, length);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		at += n;
-		length -= (size_t)n;
-	}
-	return true;
-}
-
-void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length)
-{
-	char *text = cJSON_PrintUnformatted(json);
-	cJSON_Delete(json);
-	struct screen_frame_header header = { (uint32_t)strlen(text), (uint32_t)length };
-	struct iovec parts[3] = { { &header, sizeof header }, { text, header.json_length },
-				  { (void *)payload, length } };
-	int count = length ? 3 : 2, first = 0;
-	while (first < count) {
-		ssize_t n = writev(worker->fd, parts + first, count - first);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			/* boxd is gone; the read side notices and ends the worker. */
-			break;
-		}
-		while (first < count && (size_t)n >= parts[first].iov_len)
-			n -= (ssize_t)parts[first++].iov_len;
-		if (first < count) {
-			parts[first].iov_base = (uint8_t *)parts[first].iov_base + n;
-			parts[first].iov_len -= (size_t)n;
-		}
-	}
-	free(text);
-}
-
-cJSON *worker_answer(double id)
-{
-	cJSON *json = cJSON_CreateObject();
-	cJSON_AddNumberToObject(json, "id", id);
-	cJSON_AddBoolToObject(json, "ok", true);
-	return json;
-}
-
-void worker_error(struct worker *worker, double id, int status, const char *code,
-			 const char *fmt, ...)
-{
-	char message[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof message, fmt, ap);
-	va_end(ap);
-	cJSON *json = cJSON_CreateObject();
-	cJSON_AddNumberToObject(json, "id", id);
-	cJSON *error = cJSON_AddObjectToObject(json, "error");
-	cJSON_AddNumberToObject(error, "status", status);
-	cJSON_AddStringToObject(error, "code", code);
-	cJSON_AddStringToObject(error, "message", message);
-	worker_send(worker, json, NULL, 0);
-}
-
-/* ---- the display ---- */
-
-static void worker_announce(struct worker *worker)
-{
-	int up = worker->screen != NULL;
-	if (worker->announced == up)
-		return;
-	worker->announced = up;
-	cJSON *json = cJSON_CreateObject();
-	cJSON_AddStringToObject(json, "event", "display");
-	cJSON_AddStringToObject(json, "name", worker->display_name);
-	cJSON_AddBoolToObject(json, "up", up);
-	if (up) {
-		cJSON_AddNumberToObject(json, "width", screen_width(worker->screen));
-		cJSON_AddNumberToObject(json, "height", screen_height(worker->screen));
-	}
-	worker_send(worker, json, NULL, 0);
-}
-
-/* The local socket name of the display (":57" -> "X57"), or false for a
- * display reached over the network, which inotify cannot watch. */
-static bool worker_socket_name(const char *display, char *name, size_t size)
-{
-	const char *colon = strrchr(display, ':');
-	if (!colon || (colon != display && strncmp(display, "unix:", 5) != 0))
-		return false;
-	char *end;
-	long number = strtol(colon + 1, &end, 10);
-	if (end == colon + 1 || (*end && *end != '.') || number < 0)
-		return false;
-	snprintf(name, size, "X%ld", number);
-	return true;
-}
-
-static void worker_watch(struct worker *worker)
-{
-	char name[32];
-	if (worker->watch_fd >= 0 || !worker_socket_name(worker->display_name, name, sizeof name))
-		return;
-	worker->watch_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (worker->watch_fd < 0)
-		return;
-	/* The directory may not exist before the first server starts. */
-	if (inotify_add_watch(worker->watch_fd, WORKER_X11_SOCKET_DIR,
-			      IN_CREATE | IN_MOVED_TO | IN_ATTRIB) < 0)
-		inotify_add_watch(worker->watch_fd, "/tmp", IN_CREATE | IN_MOVED_TO);
-}
-
-static void worker_unwatch(struct worker *worker)
-{
-	if (worker->watch_fd >= 0)
-		close(worker->watch_fd);
-	worker->watch_fd = -1;
-}
-
-bool worker_connect(struct worker *worker, char *error, size_t error_size)
-{
-	if (worker->screen)
-		return true;
-	worker->screen = screen_open(worker->display_name, error, error_size);
-	if (!worker->screen) {
-		worker_watch(worker);
-		worker_announce(worker);
-		return false;
-	}
-	worker->grabber = screen_grabber_new(worker->screen);
-	worker->input = input_new(worker->screen);
-	worker_unwatch(worker);
-	log_msg(LOG_LEVEL_INFO, "connected to the X display %s (%dx%d)", worker->display_name,
-		screen_width(worker->screen), screen_height(worker->screen));
-	worker_announce(worker);
-	return true;
-}
-
-static void worker_on_watch(struct worker *worker)
-{
-	char buffer[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	char wanted[32];
-	bool relevant = false;
-	worker_socket_name(worker->display_name, wanted, sizeof wanted);
-	ssize_t n;
-	while ((n = read(worker->watch_fd, buffer, sizeof buffer)) > 0) {
-		for (char *at = buffer; at < buffer + n;) {
-			struct inotify_event *event = (struct inotify_event *)at;
-			if (event->len && (strcmp(event->name, wanted) == 0 ||
-					   strcmp(event->name, ".X11-unix") == 0))
-				relevant = true;
-			at += sizeof *event + event->len;
-		}
-	}
-	if (!relevant)
-		return;
-	/* Watch the socket directory itself if it just appeared. */
-	worker_unwatch(worker);
-	char error[256];
-	for (int i = 0; i < WORKER_CONNECT_TRIES; i++) {
-		if (worker_connect(worker, error, sizeof error))
-			return;
-		usleep(WORKER_CONNECT_PAUSE_US);
-	}
-	log_msg(LOG_LEVEL_INFO, "%s", error);
-}
-
-/* ---- requests ---- */
-
-/* A number given as a JSON number or as text (query strings arrive as text). */
-bool worker_number(const cJSON *request, const char *name, double fallback, double *value)
-{
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(request, name);
-	if (!item || cJSON_IsNull(item)) {
-		*value = fallback;
-		return true;
-	}
-	if (cJSON_IsNumber(item)) {
-		*value = item->valuedouble;
-		return true;
-	}
-	if (!cJSON_IsString(item) || !item->valuestring[0] || isspace((unsigned char)item->valuestring[0]))
-		return false;
-	char *end;
-	errno = 0;
-	*value = strtod(item->valuestring, &end);
-	return !*end && errno == 0 && *value == *value; /* rejects NaN too */
-}
-
-bool worker_integer(const cJSON *request, const char *name, long fallback, long minimum,
-		    long maximum, long *value)
-{
-	/* As text, an integer is plain decimal digits: no "1e3", "0x10" or " 5". */
-	const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, name));
-	if (text && text[strspn(text, "-0123456789")] != '\0')
-		return false;
-	double number;
-	/* Range first: converting an out-of-range double to an integer is undefined. */
-	if (!worker_number(request, name, (double)fallback, &number) || number < minimum ||
-	    number > maximum || number != (double)(long)number)
-		return false;
-	*value = (long)number;
-	return true;
-}
 
 static void worker_handle(struct worker *worker, cJSON *request, char *error, size_t error_size)
 {
@@ -276,7 +58,7 @@ static void worker_handle(struct worker *worker, cJSON *request, char *error, si
 static bool worker_read_request(struct worker *worker)
 {
 	struct screen_frame_header header;
-	if (!worker_read_full(worker->fd, &header, sizeof header))
+	if (!io_read_full(worker->fd, &header, sizeof header))
 		return false;
 	if (header.json_length == 0 || header.json_length > SCREEN_FRAME_MAX_JSON ||
 	    header.payload_length != 0) {
@@ -285,7 +67,7 @@ static bool worker_read_request(struct worker *worker)
 		return false;
 	}
 	char *text = xmalloc(header.json_length + 1);
-	bool ok = worker_read_full(worker->fd, text, header.json_length);
+	bool ok = io_read_full(worker->fd, text, header.json_length);
 	text[header.json_length] = '\0';
 	cJSON *request = ok ? cJSON_Parse(text) : NULL;
 	free(text);

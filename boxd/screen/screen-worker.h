@@ -1,5 +1,7 @@
-/* screen-worker.h: what the worker's request handlers (screen-requests.c)
- * share with its main loop (screen-worker.c). Internal to boxd-screen. */
+/* screen-worker.h: the state of boxd-screen and what its parts offer each
+ * other: the main loop (screen-worker.c) runs requests (screen-requests.c),
+ * both answer through screen-reply.c and reach the display through
+ * screen-display.c, which need neither. Internal to boxd-screen. */
 #ifndef BOXD_SCREEN_WORKER_H
 #define BOXD_SCREEN_WORKER_H
 
@@ -23,20 +25,25 @@ struct worker {
 	int announced;        /* display state last told to boxd: -1, 0, 1 */
 };
 
+/* screen-reply.c */
 /* Sends a frame (takes `json`). */
 void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length);
 /* {"id": id, "ok": true}, to add fields to and send. */
 cJSON *worker_answer(double id);
 void worker_error(struct worker *worker, double id, int status, const char *code,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* screen-display.c */
 /* Connects to the display unless connected; false with why in `error`. */
 bool worker_connect(struct worker *worker, char *error, size_t error_size);
+/* watch_fd is readable: connects if the display's socket has appeared. */
+void worker_on_watch(struct worker *worker);
 /* A request member as a number (JSON number or numeric text); absent gives
  * `fallback`. False when malformed. */
 bool worker_number(const cJSON *request, const char *name, double fallback, double *value);
 bool worker_integer(const cJSON *request, const char *name, long fallback, long minimum,
 		    long maximum, long *value);
 
+/* screen-requests.c */
 struct worker_op {
 	const char *name;
 	bool needs_display;

@@ -15,6 +15,7 @@
 #include <X11/extensions/Xfixes.h>
 
 #include "log.h"
+#include "text.h"
 #include "xalloc.h"
 
 struct screen {
@@ -266,11 +267,9 @@ bool screen_grab(struct screen_grabber *grabber, struct screen_image *image, cha
 	} else {
 		ok = screen_grab_plain(grabber, width, height);
 	}
-	if (!ok) {
-		snprintf(error, error_size, "the X server refused to hand over the screen's pixels (X error %d)",
-			 last_x_error);
-		return false;
-	}
+	if (!ok)
+		return text_fail(error, error_size, "the X server refused to hand over the screen's pixels (X error %d)",
+				 last_x_error);
 	image->pixels = (uint8_t *)grabber->image->data;
 	image->width = width;
 	image->height = height;

@@ -53,6 +53,14 @@ class Response:
         return f"<Response {self.status} {self.body[:200]!r}>"
 
 
+def assert_error(result, status, code, *context):
+    """A call's (status, body) is the contract's error answer: that status
+    with {"error": {"code": code, ...}}. `context` shows in a failure."""
+    got, body = result
+    assert got == status and isinstance(body, dict) and body.get("error", {}).get("code") == code, \
+        (*context, got, body)
+
+
 def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -7,7 +7,7 @@ import stat
 import subprocess
 import tarfile
 
-from conftest import MEMORY_SCALE
+from conftest import MEMORY_SCALE, assert_error
 from synclib import manifest_for, walk_entries
 
 
@@ -63,10 +63,10 @@ def test_paths_outside_the_work_dir(boxd, tmp_path):
     os.symlink(str(tmp_path), os.path.join(boxd.work_dir, "escape"))
     for path in ["/etc/passwd", "../secret", "escape/secret", "escape", "/", str(tmp_path), boxd.work_dir, "."]:
         status, answer = boxd.call("GET", f"/v1/files?path={path}")
-        assert status == 400, (path, answer)
+        assert_error((status, answer), 400, "bad_request", path)
         assert answer["error"]["code"] == "bad_request"
-    assert boxd.call("GET", "/v1/files?path=missing")[0] == 404
-    assert boxd.call("GET", "/v1/files")[0] == 400
+    assert_error(boxd.call("GET", "/v1/files?path=missing"), 404, "not_found")
+    assert_error(boxd.call("GET", "/v1/files"), 400, "bad_request")
 
 
 def test_large_file_streams_to_a_slow_reader(boxd):

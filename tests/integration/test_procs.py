@@ -5,7 +5,7 @@ import os
 import signal
 import time
 
-from conftest import wait_for
+from conftest import assert_error, wait_for
 from exec_helpers import (alive, box, ok, proc, read_fields, run, shim_states, start_bg,
                           wait_exited)
 
@@ -28,8 +28,8 @@ def test_background_lifecycle(box):
 
 def test_foreground_ids_are_not_procs(box):
     body = ok(box, "true")
-    assert box.call("GET", f"/v1/procs/{body['id']}")[0] == 404
-    assert box.call("GET", "/v1/procs/b_unknown")[0] == 404
+    assert_error(box.call("GET", f"/v1/procs/{body['id']}"), 404, "not_found")
+    assert_error(box.call("GET", "/v1/procs/b_unknown"), 404, "not_found")
 
 
 def test_wait_times_out_then_returns(box):
@@ -40,28 +40,29 @@ def test_wait_times_out_then_returns(box):
     status, body = box.call("POST", f"/v1/procs/{bg_id}/wait", {"timeoutSec": 30})
     assert status == 200 and body["state"] == "exited" and "waitTimedOut" not in body
     status, body = box.call("POST", f"/v1/procs/{bg_id}/wait", {"timeoutSec": -1})
-    assert status == 400
+    assert_error((status, body), 400, "bad_request")
 
 
 def test_stop_whole_tree_with_grace(box):
-    bg_id = start_bg(box, "setsid sleep 100 & echo $!; trap '' TERM; sleep 100")
+    # The trap comes first: the pid in the log then says it is in place.
+    bg_id = start_bg(box, "trap '' TERM; setsid sleep 100 & echo $!; sleep 100")
     wait_for(lambda: proc(box, bg_id)["logBytes"] > 0, what="the child pid in the log")
     child = int(open(proc(box, bg_id)["logPath"]).read())
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop", {"signal": "SIGTERM", "graceSec": 1})
     assert status == 200 and body["state"] == "exited" and body["signal"] == "SIGKILL"
     wait_for(lambda: not alive(child), what="the setsid child to end")
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop", {"signal": "NOPE"})
-    assert status == 400
+    assert_error((status, body), 400, "bad_request")
 
 
 def test_stop_with_default_signal_and_delete(box):
     bg_id = start_bg(box, "sleep 100")
-    assert box.call("DELETE", f"/v1/procs/{bg_id}")[0] == 409
+    assert_error(box.call("DELETE", f"/v1/procs/{bg_id}"), 409, "conflict")
     status, body = box.call("POST", f"/v1/procs/{bg_id}/stop")
     assert status == 200 and body["signal"] == "SIGTERM" and body["exitCode"] == 143
     log_path = body["logPath"]
     assert box.call("DELETE", f"/v1/procs/{bg_id}")[0] == 200
-    assert box.call("GET", f"/v1/procs/{bg_id}")[0] == 404
+    assert_error(box.call("GET", f"/v1/procs/{bg_id}"), 404, "not_found")
     assert os.path.exists(log_path)
 
 
@@ -101,6 +102,32 @@ def test_shim_killed_while_boxd_is_down(box):
     box.start()
     p = proc(box, bg_id)
     assert p["state"] == "exited" and p["signal"] == "SIGKILL" and p["message"]
+
+
+def test_exit_record_that_cannot_be_written_still_gives_the_end(box):
+    # A directory where the shim writes its record's temporary file makes
+    # the write fail as a full disk would.
+    bg_id = start_bg(box, "sleep 0.5; exit 3")
+    blocker = os.path.join(box.run_dir, "procs", bg_id, "exit.tmp")
+    os.mkdir(blocker)
+    try:
+        p = wait_exited(box, bg_id)
+        assert p["exitCode"] == 3 and p["signal"] is None
+        assert "could not be written" in p["message"] and "killed" not in p["message"]
+    finally:
+        os.rmdir(blocker)
+
+
+def test_state_dirs_of_shims_that_never_started_are_removed(box):
+    box.stop()
+    for name in ("c_0123456789abcdef", "b_0123456789abcdef"):
+        state = os.path.join(box.run_dir, "procs", name)
+        os.makedirs(state)
+        for leftover in ("meta", "meta.tmp", "exit.tmp", "stdout.tmp", "sock"):
+            with open(os.path.join(state, leftover), "w") as f:
+                f.write("not a shim's meta" if leftover == "meta" else "")
+    box.start()
+    assert sorted(os.listdir(os.path.join(box.run_dir, "procs"))) == []
 
 
 def test_restart_keeps_procs_and_their_logs(box):

@@ -8,6 +8,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conftest import assert_error  # noqa: E402
 from screen_helpers import (BOXCTL_BIN, PATTERN_BIN, WORKER_BIN, Display, Worker, Xvfb,  # noqa: E402
                             decode_rgb, pixel, probe_video, worker_pid)
 
@@ -256,7 +257,7 @@ def test_lock_refuses_input_and_record_but_not_shots(box, display):
     status, answer = box.call("POST", "/v1/screen/input", {"actions": [{"type": "click"}]})
     assert status == 423 and answer["error"]["code"] == "locked"
     status, answer = box.call("POST", "/v1/screen/record/start", {})
-    assert status == 423
+    assert_error((status, answer), 423, "locked")
     assert box.request("GET", "/v1/screen/shot?scale=0.1").status == 200
     assert box.call("PUT", "/v1/lock", {"locked": False})[0] == 200
     assert box.call("POST", "/v1/screen/input", {"actions": [{"type": "click"}]})[0] == 200
@@ -301,7 +302,7 @@ def test_recording_of_a_moving_picture(box, display):
         assert box.call("GET", "/v1/health")[1]["recording"] is False
         assert box.call("GET", "/v1/screen/record")[1] == {"recording": False}
         status, answer = box.call("POST", "/v1/screen/record/stop")
-        assert status == 409
+        assert_error((status, answer), 409, "conflict")
     finally:
         mover.kill()
 

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import wait_for
+from conftest import assert_error, wait_for
 from exec_helpers import box, stream  # noqa: F401 (box is a fixture)
 
 S1 = "tok-4f9a2c-SECRET-value"
@@ -35,7 +35,7 @@ def echo_error(boxd, text):
     """The text comes back inside a 404 error message (masked there)."""
     path = "/v1/no-such/" + urllib.parse.quote(text, safe="")
     status, answer = boxd.call("GET", path)
-    assert status == 404
+    assert_error((status, answer), 404, "not_found")
     return answer["error"]["message"]
 
 
@@ -71,7 +71,7 @@ def test_values_never_returned(sboxd):
 def test_bad_secrets_bodies(sboxd, body, fragment):
     put_secrets(sboxd, {"KEEP": S1})
     status, answer = sboxd.call("PUT", "/v1/secrets", body)
-    assert status == 400
+    assert_error((status, answer), 400, "bad_request")
     assert answer["error"]["code"] == "bad_request"
     assert fragment in answer["error"]["message"]
     assert sboxd.call("GET", "/v1/secrets") == (200, {"names": ["KEEP"]})
@@ -173,7 +173,7 @@ def test_env_hostile_inputs(sboxd, service, body, status, fragment):
 def test_error_message_of_env_masks_values(sboxd):
     put_secrets(sboxd, {"S1": S1})
     status, answer = sboxd.call("PUT", "/v1/env/web", "A=1\n" + S1 + " oops\n")
-    assert status == 400
+    assert_error((status, answer), 400, "bad_request")
     assert S1 not in answer["error"]["message"] and "****" in answer["error"]["message"]
 
 

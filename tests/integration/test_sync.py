@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from conftest import assert_error
 from synclib import entry_hash, expected_changed, manifest_for, walk_entries
 
 
@@ -163,7 +164,7 @@ def test_dest_named_outside_the_work_dir_is_refused(boxd, tmp_path):
     manifest = b"%s %s\n" % (b"0" * 40, b"secret".hex().encode())
     for dest in ["../outside", str(outside), "a/../../outside"]:
         status, answer = post_diff(boxd, dest, manifest)
-        assert status == 400 and answer["error"]["code"] == "bad_request", (dest, answer)
+        assert_error((status, answer), 400, "bad_request", dest)
 
 
 def test_dest_that_is_a_symlink_reads_through(boxd, tmp_path):
@@ -260,7 +261,7 @@ def test_diff_reads_as_the_box_user(boxd_factory, request_cleanup):
 
 
 def test_limit_must_be_a_number(boxd):
-    assert post_diff(boxd, "app", b"", limit="lots")[0] == 400
+    assert_error(post_diff(boxd, "app", b"", limit="lots"), 400, "bad_request")
 
 
 def test_cache_grows_past_its_first_size(boxd):

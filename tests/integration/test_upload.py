@@ -10,6 +10,7 @@ import tarfile
 
 import pytest
 
+from conftest import assert_error
 from synclib import member, snapshot, tar_gz
 
 
@@ -93,7 +94,7 @@ def test_hostile_archives_are_refused(boxd, tmp_path, case):
         members.append((info, data))
     before = snapshot(str(tmp_path), skip=os.path.join(boxd.work_dir, "app"))
     status, answer = upload(boxd, "app", tar_gz(members))
-    assert status == 400, answer
+    assert_error((status, answer), 400, "bad_request")
     assert answer["error"]["code"] == "bad_request"
     assert "archive entry" in answer["error"]["message"]
     after = snapshot(str(tmp_path), skip=os.path.join(boxd.work_dir, "app"))
@@ -112,7 +113,7 @@ def test_truncated_gzip_keeps_the_old_file(boxd):
         f.write(b"old and good")
     data = tar_gz([member("first.txt", data=b"1"), member("keep.txt", data=os.urandom(200_000))])
     status, answer = upload(boxd, "app", data[: len(data) // 2])
-    assert status == 400, answer
+    assert_error((status, answer), 400, "bad_request")
     assert "truncated" in answer["error"]["message"] or "complete" in answer["error"]["message"]
     assert open(os.path.join(app, "keep.txt"), "rb").read() == b"old and good"
     assert not [n for n in os.listdir(app) if ".boxd-" in n]
@@ -120,16 +121,16 @@ def test_truncated_gzip_keeps_the_old_file(boxd):
 
 def test_garbage_is_refused(boxd):
     status, answer = upload(boxd, "app", b"this is not a tar.gz at all" * 100)
-    assert status == 400, answer
+    assert_error((status, answer), 400, "bad_request")
     status, answer = upload(boxd, "app", gzip.compress(b"not a tar" * 1000))
-    assert status == 400, answer
+    assert_error((status, answer), 400, "bad_request")
 
 
 def test_dest_named_outside_the_work_dir_is_refused(boxd, tmp_path):
     outside_of(boxd, tmp_path)
     for dest in ["../outside", "/etc", "a/../../outside"]:
         status, answer = upload(boxd, dest, tar_gz([member("victim", data=b"pwned")]))
-        assert status == 400, (dest, answer)
+        assert_error((status, answer), 400, "bad_request", dest)
     assert open(tmp_path / "outside" / "victim", "rb").read() == b"untouched"
 
 
@@ -274,7 +275,7 @@ def test_locked_upload_is_refused(boxd):
     assert boxd.call("PUT", "/v1/lock", {"locked": True})[0] == 200
     status, answer = upload(boxd, "app", tar_gz([member("a", data=b"a")]))
     assert status == 423 and answer["error"]["code"] == "locked"
-    assert boxd.call("POST", "/v1/uploads?dest=app")[0] == 423
+    assert_error(boxd.call("POST", "/v1/uploads?dest=app"), 423, "locked")
     assert boxd.call("PUT", "/v1/lock", {"locked": False})[0] == 200
 
 
@@ -383,15 +384,15 @@ def test_resumable_upload_interrupted_and_resumed(boxd):
     assert answer == {"ok": True, "dest": "big", "files": 40, "bytes": 40 * 50_000}
     for info, content in files:
         assert open(os.path.join(boxd.work_dir, "big", info.name), "rb").read() == content
-    assert boxd.call("POST", f"/v1/uploads/{upload_id}/finish")[0] == 404
+    assert_error(boxd.call("POST", f"/v1/uploads/{upload_id}/finish"), 404, "not_found")
     assert os.listdir(os.path.join(boxd.work_dir, ".sbx", "uploads")) == []
 
 
 def test_resumable_upload_unknown_ids(boxd):
-    assert boxd.call("PUT", "/v1/uploads/nothex", b"x", headers={"Upload-Offset": "0"})[0] == 404
+    assert_error(boxd.call("PUT", "/v1/uploads/nothex", b"x", headers={"Upload-Offset": "0"}), 404, "not_found")
     assert boxd.request("HEAD", "/v1/uploads/" + "0" * 32).status == 404
     status, answer = boxd.call("POST", "/v1/uploads?dest=../x")
-    assert status == 400
+    assert_error((status, answer), 400, "bad_request")
     upload_id = boxd.call("POST", "/v1/uploads?dest=x")[1]["uploadId"]
     assert boxd.call("PUT", f"/v1/uploads/{upload_id}", b"x")[0] == 400  # no Upload-Offset
     assert boxd.call("DELETE", f"/v1/uploads/{upload_id}")[0] == 200

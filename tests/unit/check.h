@@ -15,6 +15,17 @@ static int check_failures, check_count;
 	} \
 } while (0)
 
+/* CHECK with a printf-style note of what was seen instead. */
+#define CHECKF(condition, ...) do { \
+	check_count++; \
+	if (!(condition)) { \
+		check_failures++; \
+		fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #condition); \
+		fprintf(stderr, __VA_ARGS__); \
+		fputc('\n', stderr); \
+	} \
+} while (0)
+
 static inline int check_done(const char *name)
 {
 	printf("%s: %d checks, %d failed\n", name, check_count, check_failures);

@@ -10,8 +10,7 @@
 #include <unistd.h>
 
 #include "archive/archive-sandbox.h"
-
-static int failures;
+#include "check.h"
 
 enum action { ALLOWED_WORK, EXEC, SOCKET, FORK };
 
@@ -64,11 +63,8 @@ static void expect(enum archive_sandbox_profile profile, enum action action, boo
 	int status = run_confined(profile, action);
 	bool ok = killed ? WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS
 			 : WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	if (!ok) {
-		fprintf(stderr, "profile %d, %s: wait status 0x%x, expected %s\n", (int)profile,
-			action_names[action], (unsigned)status, killed ? "SIGSYS" : "exit 0");
-		failures++;
-	}
+	CHECKF(ok, "profile %d, %s: wait status 0x%x, expected %s", (int)profile,
+	       action_names[action], (unsigned)status, killed ? "SIGSYS" : "exit 0");
 }
 
 int main(void)
@@ -83,7 +79,5 @@ int main(void)
 		expect(profiles[i], SOCKET, true);
 		expect(profiles[i], FORK, true);
 	}
-	if (failures)
-		fprintf(stderr, "%d failures\n", failures);
-	return failures != 0;
+	return check_done("archive-sandbox");
 }

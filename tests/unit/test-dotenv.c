@@ -2,12 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "dotenv.h"
 
-static int failures;
-#define CHECK(cond, ...) do { if (!(cond)) { failures++; \
-	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
 
 static const char *lookup(const struct dotenv *env, const char *name)
 {
@@ -22,9 +19,9 @@ static void expect_value(const char *text, const char *name, const char *want)
 	struct dotenv env;
 	char error[256];
 	bool ok = dotenv_parse(text, strlen(text), &env, error, sizeof error);
-	CHECK(ok, "parse of [%s] failed: %s", text, error);
+	CHECKF(ok, "parse of [%s] failed: %s", text, error);
 	const char *got = ok ? lookup(&env, name) : NULL;
-	CHECK(got && strcmp(got, want) == 0, "[%s] %s: got [%s], want [%s]", text, name,
+	CHECKF(got && strcmp(got, want) == 0, "[%s] %s: got [%s], want [%s]", text, name,
 	      got ? got : "(none)", want);
 	dotenv_free(&env);
 }
@@ -34,9 +31,9 @@ static void expect_error(const char *text, const char *fragment)
 	struct dotenv env;
 	char error[256] = "";
 	bool ok = dotenv_parse(text, strlen(text), &env, error, sizeof error);
-	CHECK(!ok && strstr(error, fragment), "[%s]: want an error with [%s], got %s [%s]", text,
+	CHECKF(!ok && strstr(error, fragment), "[%s]: want an error with [%s], got %s [%s]", text,
 	      fragment, ok ? "success" : "error", error);
-	CHECK(env.count == 0, "entries left after an error");
+	CHECKF(env.count == 0, "entries left after an error");
 }
 
 int main(void)
@@ -66,25 +63,20 @@ int main(void)
 	expect_error("1A=x", "expected NAME=value");
 	struct dotenv env;
 	char error[256] = "";
-	CHECK(!dotenv_parse("A=x\0y", 5, &env, error, sizeof error) && strstr(error, "NUL"), "NUL: %s", error);
+	CHECKF(!dotenv_parse("A=x\0y", 5, &env, error, sizeof error) && strstr(error, "NUL"), "NUL: %s", error);
 
-	CHECK(dotenv_is_secret("API_KEY", "x"), "API_KEY");
-	CHECK(dotenv_is_secret("db_password", "x"), "db_password");
-	CHECK(dotenv_is_secret("SENTRY_DSN", "x"), "SENTRY_DSN");
-	CHECK(!dotenv_is_secret("PORT", "8080"), "PORT");
-	CHECK(!dotenv_is_secret("HOME_URL", "https://example.com/a:b@c"), "URL without password");
-	CHECK(dotenv_is_secret("DATABASE_URL", "postgres://app:s3cr3t-pw@db:5432/x"), "URL with password");
+	CHECKF(dotenv_is_secret("API_KEY", "x"), "API_KEY");
+	CHECKF(dotenv_is_secret("db_password", "x"), "db_password");
+	CHECKF(dotenv_is_secret("SENTRY_DSN", "x"), "SENTRY_DSN");
+	CHECKF(!dotenv_is_secret("PORT", "8080"), "PORT");
+	CHECKF(!dotenv_is_secret("HOME_URL", "https://example.com/a:b@c"), "URL without password");
+	CHECKF(dotenv_is_secret("DATABASE_URL", "postgres://app:s3cr3t-pw@db:5432/x"), "URL with password");
 	size_t start, len;
 	const char *url = "redis://:p@ss:word@cache:6379/0";
-	CHECK(dotenv_url_password(url, &start, &len) && len == 9 && strncmp(url + start, "p@ss:word", 9) == 0,
+	CHECKF(dotenv_url_password(url, &start, &len) && len == 9 && strncmp(url + start, "p@ss:word", 9) == 0,
 	      "url password with @: %zu %zu", start, len);
-	CHECK(!dotenv_url_password("redis://user@cache", &start, &len), "no password");
-	CHECK(!dotenv_url_password("not a url user:pw@host", &start, &len), "not a url");
+	CHECKF(!dotenv_url_password("redis://user@cache", &start, &len), "no password");
+	CHECKF(!dotenv_url_password("not a url user:pw@host", &start, &len), "not a url");
 
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
-	printf("dotenv: all passed\n");
-	return 0;
+	return check_done("dotenv");
 }

@@ -1,4 +1,4 @@
-/* procs.c: finding the shims again when boxd starts.
+/* exec-adopt.c: finding the shims again when boxd starts.
  *
  * Every command has a state dir RUN_DIR/procs/<id>. At start each is one of:
  * ended (an exit record: listed with it), running (its shim answers on its
@@ -12,9 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "boxd.h"
 #include "clock.h"
-#include "exec.h"
+#include "exec-internal.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -28,15 +27,7 @@ static void adopt_one(const char *id)
 		if (known)
 			shim_meta_free(&meta);
 		/* A shim that never got as far as starting its command. */
-		char *dir = exec_state_path(id, NULL);
-		const char *names[] = {"sock", "stdout", "stderr", "exit", "meta.tmp"};
-		for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-			char *file = exec_state_path(id, names[i]);
-			unlink(file);
-			free(file);
-		}
-		rmdir(dir);
-		free(dir);
+		exec_remove_state_dir(id);
 		return;
 	}
 	struct exec_job *job = exec_job_add(id);
@@ -58,11 +49,9 @@ static void adopt_one(const char *id)
 	exec_job_ended(job);
 }
 
-void procs_adopt(void)
+void exec_adopt(const char *dir)
 {
-	char *dir = xasprintf("%s/procs", boxd_config()->run_dir);
 	DIR *listing = opendir(dir);
-	free(dir);
 	if (!listing)
 		return;
 	int adopted = 0;

@@ -1,0 +1,36 @@
+/* exec-internal.h: what exec's own files (exec.c, exec-adopt.c,
+ * exec-json.c, exec-stream.c) share and nothing else includes. The shim's
+ * wire protocol (shim-protocol.h) stays behind this line. */
+#ifndef BOXD_EXEC_INTERNAL_H
+#define BOXD_EXEC_INTERNAL_H
+
+#include "exec.h"
+
+struct event_base;
+
+/* The loop exec_init was given. */
+struct event_base *exec_loop(void);
+
+/* The state dir of a job: RUN_DIR/procs/<id>, or a file in it. Caller frees. */
+char *exec_state_path(const char *id, const char *name);
+/* Removes a job's state dir with every file a shim may leave in it. */
+void exec_remove_state_dir(const char *id);
+
+/* A new non-blocking connection to the job's shim, or -1. */
+int exec_connect(struct exec_job *job);
+
+struct exec_job *exec_job_add(const char *id);
+void exec_job_monitor(struct exec_job *job, int fd);
+/* Reads the job's exit record and tells its watchers; without a record the
+ * shim was killed (exec_job_lost). Does nothing for an ended job. */
+void exec_job_ended(struct exec_job *job);
+/* The same on the shim's exit notice, whose payload is the record itself
+ * when the shim could not write its file (`length` 0: none). */
+void exec_job_exit_notice(struct exec_job *job, const char *record, size_t length);
+/* Kills the tree of a job whose shim is gone and records its end. */
+void exec_job_lost(struct exec_job *job);
+
+/* exec-adopt.c: finds the shims in `dir` (RUN_DIR/procs) at start. */
+void exec_adopt(const char *dir);
+
+#endif

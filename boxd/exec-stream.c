@@ -1,0 +1,127 @@
+/* exec-stream.c: a subscription to a running job's output, over a second
+ * connection to its shim (the first is exec.c's monitor). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "exec-internal.h"
+#include "shim-protocol.h"
+#include "xalloc.h"
+
+struct exec_stream {
+	struct exec_job *job;
+	const struct exec_stream_callbacks *callbacks;
+	void *arg;
+	int fd;
+	struct event *input;
+	bool paused;
+	/* Output bytes the shim sent, and those it said it could not: what the
+	 * log holds beyond both is reported as lost when the job ends. */
+	unsigned long long received, lost;
+};
+
+/* The count in a LOST message: its own bytes only (the receive buffer is
+ * reused and holds no terminating NUL). */
+static unsigned long long lost_bytes(const char *text, size_t length)
+{
+	char digits[32];
+	if (length >= sizeof digits)
+		length = sizeof digits - 1;
+	memcpy(digits, text, length);
+	digits[length] = '\0';
+	return strtoull(digits, NULL, 10);
+}
+
+static void stream_lost(struct exec_stream *stream, unsigned long long bytes)
+{
+	stream->lost += bytes;
+	stream->callbacks->lost(stream->arg, (double)bytes);
+}
+
+/* The end of the job: its record is read (or taken from the exit notice),
+ * then the subscriber is told. The subscriber may close the stream from
+ * `ended`, so nothing touches it after. */
+static void stream_ended(struct exec_stream *stream, const char *record, size_t length)
+{
+	exec_job_exit_notice(stream->job, record, length);
+	/* The shim's last count may not have reached boxd (its socket was full
+	 * when the command ended): the log's total settles it. */
+	long long unaccounted = (long long)stream->job->exit.log_bytes - (long long)stream->received -
+				(long long)stream->lost;
+	if (unaccounted > 0)
+		stream_lost(stream, (unsigned long long)unaccounted);
+	stream->callbacks->ended(stream->arg);
+}
+
+static void on_input(evutil_socket_t fd, short what, void *arg)
+{
+	struct exec_stream *stream = arg;
+	static char message[SHIM_MESSAGE_MAX];
+	/* A bounded number of messages per wakeup keeps the loop fair. */
+	for (int round = 0; round < 64 && !stream->paused; round++) {
+		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
+			stream_ended(stream, message + 1, n > 0 ? (size_t)n - 1 : 0);
+			return;
+		}
+		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR) {
+			stream->received += (size_t)n - 1;
+			stream->callbacks->output(stream->arg, message[0] == SHIM_MSG_STDERR,
+						  message + 1, (size_t)n - 1);
+		} else if (message[0] == SHIM_MSG_LOST) {
+			stream_lost(stream, lost_bytes(message + 1, (size_t)n - 1));
+		}
+	}
+}
+
+struct exec_stream *exec_subscribe(struct exec_job *job,
+				   const struct exec_stream_callbacks *callbacks, void *arg)
+{
+	int fd = exec_connect(job);
+	char subscribe = SHIM_MSG_SUBSCRIBE;
+	if (fd < 0 || send(fd, &subscribe, 1, MSG_NOSIGNAL) != 1) {
+		if (fd >= 0)
+			close(fd);
+		exec_job_ended(job); /* the shim is gone already: its record says how */
+		return NULL;
+	}
+	struct exec_stream *stream = xcalloc(1, sizeof *stream);
+	stream->job = job;
+	stream->callbacks = callbacks;
+	stream->arg = arg;
+	stream->fd = fd;
+	stream->input = event_new(exec_loop(), fd, EV_READ | EV_PERSIST, on_input, stream);
+	event_add(stream->input, NULL);
+	return stream;
+}
+
+void exec_stream_pause(struct exec_stream *stream)
+{
+	if (stream->paused)
+		return;
+	event_del(stream->input);
+	stream->paused = true;
+}
+
+void exec_stream_resume(struct exec_stream *stream)
+{
+	if (!stream->paused)
+		return;
+	stream->paused = false;
+	event_add(stream->input, NULL);
+}
+
+void exec_stream_close(struct exec_stream *stream)
+{
+	if (!stream)
+		return;
+	event_free(stream->input);
+	close(stream->fd);
+	free(stream);
+}

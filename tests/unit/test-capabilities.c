@@ -1,0 +1,47 @@
+/* test-capabilities: capabilities_drop keeps the set boxd needs, and a root
+ * exec afterwards (a shim, a command) gets every capability back. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capabilities.h"
+#include "check.h"
+
+/* In a child that dropped its capabilities: 0 when the drop kept CAP_KILL,
+ * shed CAP_SYS_ADMIN, and a root exec regains the whole bounding set. */
+static void dropped_child(void)
+{
+	char error[256];
+	if (!capabilities_drop(error, sizeof error))
+		_exit(10);
+	cap_t caps = cap_get_proc();
+	cap_flag_value_t admin = CAP_SET, kill_cap = CAP_CLEAR;
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_PERMITTED, &admin);
+	cap_get_flag(caps, CAP_KILL, CAP_EFFECTIVE, &kill_cap);
+	if (admin == CAP_SET || kill_cap != CAP_SET)
+		_exit(11);
+	execl("/bin/sh", "sh", "-c", "e=$(grep CapEff /proc/self/status | cut -f2); "
+	      "b=$(grep CapBnd /proc/self/status | cut -f2); [ \"$e\" = \"$b\" ]", (char *)NULL);
+	_exit(12);
+}
+
+int main(void)
+{
+	char text[256];
+	capabilities_describe(text, sizeof text);
+	printf("kept capabilities: %s\n", text);
+	CHECKF(strstr(text, "cap_kill") && !strstr(text, "cap_sys_admin"), "described set: %s", text);
+	if (geteuid() != 0) {
+		printf("capability drop: skipped (not root)\n");
+		return check_done("capabilities");
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		dropped_child();
+	int status = 0;
+	waitpid(pid, &status, 0);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0, "capability drop: status %d", status);
+	return check_done("capabilities");
+}
