@@ -42,6 +42,7 @@ bool shim_spec_write(const struct shim_spec *spec, int fd)
 	fields_add_string(&w, "shimCgroup", spec->shim_cgroup);
 	fields_add_string(&w, "pidsBase", spec->pids_base);
 	fields_add_int(&w, "pidsMax", (int64_t)spec->pids_max);
+	fields_add_int(&w, "memoryMax", (int64_t)spec->memory_max);
 	add_list(&w, "protectedExe", spec->protected_exes, spec->protected_exe_count);
 	for (size_t i = 0; i < spec->rlimit_count; i++) {
 		char text[96];
@@ -94,6 +95,7 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 	else if (!strcmp(key, "shimCgroup")) take_string(&s->shim_cgroup, v, n);
 	else if (!strcmp(key, "pidsBase")) take_string(&s->pids_base, v, n);
 	else if (!strcmp(key, "pidsMax")) s->pids_max = (uint64_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "memoryMax")) s->memory_max = (uint64_t)fields_int(v, n, 0);
 	else if (!strcmp(key, "protectedExe"))
 		push_string(&s->protected_exes, &s->protected_exe_count, v, n);
 	else if (!strcmp(key, "rlimit")) {
