@@ -333,8 +333,11 @@ int main(int argc, char **argv)
 	shim->out.kind = SHIM_MSG_STDOUT;
 	shim->err.kind = SHIM_MSG_STDERR;
 	char error[512];
+	if (argc == 2 && !strcmp(argv[1], "--keep-cgroup"))
+		return keep_cgroup();
 	if (argc > 1) {
-		fprintf(stderr, "usage: boxd-shim < SPEC (started by boxd; see shim-spec.h)\n");
+		fprintf(stderr, "usage: boxd-shim < SPEC (started by boxd; see shim-spec.h)\n"
+			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");
 		return 2;
 	}
 	int signal_fd = setup_signals();
