@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import boxtest  # noqa: E402
 
 PHASE = "/work/.boxtest-phase"
+ONLY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "only")  # tests/box/run writes it
 
 
 def load_areas():
@@ -36,8 +37,11 @@ def load_areas():
 def main():
     rebooted = os.path.exists(PHASE)
     prefix = "reboot_check_" if rebooted else "check_"
+    only = open(ONLY).read().strip() if os.path.exists(ONLY) else ""
     checks = []
     for area, module in load_areas():
+        if only and not any(word in area for word in only.split(",")):
+            continue
         for name, fn in vars(module).items():
             if name.startswith(prefix) and callable(fn):
                 checks.append((f"{area}.{name}", fn))
@@ -50,6 +54,8 @@ def main():
         except Exception as error:  # a check's failure is reported, the rest still run
             detail = f"{type(error).__name__}: {error}"
             traceback.print_exc()
+            # For the console log: what boxd said lately.
+            subprocess.run(["journalctl", "-u", "boxd", "-n", "25", "--no-pager"])
             ok = False
         took = time.monotonic() - start
         boxtest.emit(f"BOXTEST {name} {'PASS' if ok else 'FAIL'} ({took:.1f} s) {detail}")

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import time
 
-from boxtest import api, health, png_pixels, request, unit, wait_until
+from boxtest import api, emit, health, png_pixels, request, sh, unit, wait_until
 
 X_SOCKET = "/tmp/.X11-unix/X99"
 PAGE = """<!doctype html><html><body style="margin:0;background:#fff">
@@ -85,15 +85,32 @@ def colour_of(x, y, w=20, h=20):
     return "other"
 
 
+def keep_evidence(browser):
+    """The whole screen and the browser's log, for the console and /work."""
+    status, _, body = request("GET", "/v1/screen/shot?format=png")
+    if status == 200:
+        with open("/work/boxtest-screen.png", "wb") as f:
+            f.write(body)
+    log = api("GET", f"/v1/procs/{browser['bgId']}", expect=None)
+    emit(f"browser: {json.dumps(log)[:300]}")
+    print(open(browser["logPath"], errors="replace").read()[-3000:], flush=True)
+
+
 def check_chromium_page_shot_input():
     os.makedirs("/work/page", exist_ok=True)
     with open("/work/page/index.html", "w") as f:
         f.write(PAGE)
     api("POST", "/v1/exec", {"cmd": "exec python3 -m http.server 8765 --bind 127.0.0.1",
                              "cwd": "/work/page", "background": True})
+    wait_until("the page served", lambda: b"block" in sh("python3 -c 'import urllib.request as u;"
+               "print(u.urlopen(\"http://127.0.0.1:8765/\").read())'").stdout.encode(), 30)
     start = time.monotonic()
-    api("POST", "/v1/exec", {"cmd": CHROMIUM, "background": True})
-    wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 120, 1)
+    browser = api("POST", "/v1/exec", {"cmd": CHROMIUM, "background": True})
+    try:
+        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 120, 1)
+    except AssertionError:
+        keep_evidence(browser)
+        raise
     shown = time.monotonic() - start
     assert colour_of(700, 150) == "white", "the page's background is not where expected"
     # Typing without focus changes nothing; a click in the field, then text, does.
