@@ -155,8 +155,9 @@ static char *prepare_v2(const struct cgroup_host *host, const char *tag, const c
 		char *base = join_path(host->v2_mount, commands);
 		struct stat info;
 		if (stat(base, &info) == 0 && S_ISDIR(info.st_mode)) {
-			/* Its unit starts no process in it (an ExecStart-less
-			 * oneshot): controllers may be enabled for children. */
+			/* Its unit's keeper sits in a leaf (boxd-shim
+			 * --keep-cgroup): with nothing in the root, controllers
+			 * may be enabled for children. */
 			char *procs = read_file(base, "cgroup.procs");
 			*controllers = procs && !procs[0];
 			if (procs && procs[0])

@@ -27,9 +27,9 @@ void cgroup_host_free(struct cgroup_host *host);
 /* Where boxd's commands go: for boxd (not the shim). Three layouts
  * (docs/confinement.md says why):
  * - `commands` given (a cgroup v2 path such as
- *   /system.slice/boxd-commands.service, a delegated unit that starts no
- *   process of its own): commands go there, beside boxd's unit, and boxd
- *   enables the pids, memory and cpu controllers for them;
+ *   /system.slice/boxd-commands.service, a delegated unit whose one process
+ *   sits in a leaf): commands go there, beside boxd's unit, and boxd enables
+ *   the pids, memory and cpu controllers for them;
  * - boxd in the root cgroup (a development machine): a dir `boxd-<tag>` below
  *   it, controllers enabled where the host has them;
  * - otherwise (boxd in a unit of its own, no commands' cgroup): a `commands`
