@@ -15,7 +15,8 @@
 enum option_id {
 	OPT_CONFIG = 1000, OPT_WORK_DIR, OPT_RUN_DIR, OPT_SOCKET, OPT_VSOCK_PORT,
 	OPT_VSOCK_ALLOW_CID, OPT_DISPLAY, OPT_USER, OPT_REPORT, OPT_REPORT_INTERVAL,
-	OPT_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HOSTS_FILE, OPT_HELP, OPT_VERSION,
+	OPT_CGROUP, OPT_COMMANDS_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HOSTS_FILE,
+	OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -30,6 +31,7 @@ static const struct option long_options[] = {
 	{"report", required_argument, NULL, OPT_REPORT},
 	{"report-interval", required_argument, NULL, OPT_REPORT_INTERVAL},
 	{"cgroup", required_argument, NULL, OPT_CGROUP},
+	{"commands-cgroup", required_argument, NULL, OPT_COMMANDS_CGROUP},
 	{"dev", no_argument, NULL, OPT_DEV},
 	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -44,8 +46,8 @@ void config_usage(const char *program)
 	printf("usage: %s [--config FILE] [--work-dir DIR] [--run-dir DIR] [--socket PATH]\n"
 	       "       [--vsock-port N|off] [--vsock-allow-cid N] [--display :N] [--user NAME]\n"
 	       "       [--report ADDR] [--report-interval S] [--cgroup auto|off] [--dev]\n"
-	       "       [--idle-timeout S] [--log-level error|warning|notice|info|debug]\n"
-	       "       [--hosts-file PATH]\n"
+	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
+	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -141,6 +143,12 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 			config->cgroup = CGROUP_MODE_OFF;
 		else
 			return text_fail(error, size, "--cgroup takes auto or off, not `%s`", value);
+		return true;
+	case OPT_COMMANDS_CGROUP:
+		if (value[0] != '/' || strstr(value, "/..") || strstr(value, "//"))
+			return text_fail(error, size, "--commands-cgroup takes a cgroup path such as "
+					 "/system.slice/boxd-commands.service, not `%s`", value);
+		set_string(&config->commands_cgroup, value);
 		return true;
 	case OPT_DEV:
 		if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
@@ -323,5 +331,6 @@ void config_free(struct boxd_config *config)
 	free(config->hosts_file);
 	free(config->user);
 	free(config->report);
+	free(config->commands_cgroup);
 	memset(config, 0, sizeof *config);
 }

@@ -29,6 +29,7 @@ struct boxd_config {
 	char *report;         /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
 	int report_interval_sec;
 	enum cgroup_mode cgroup;
+	char *commands_cgroup; /* cgroup v2 path for commands (a delegated unit), or NULL */
 	bool dev;
 	int idle_timeout_sec; /* a connection silent this long is dropped */
 	enum log_level log_level;

@@ -40,6 +40,11 @@ static void add_exit_fields(cJSON *o, struct exec_job *job)
 	else
 		cJSON_AddNullToObject(o, "signal");
 	cJSON_AddBoolToObject(o, "timedOut", e->timed_out);
+	/* null: the kernel cannot tell (no memory controller for commands). */
+	if (e->oom_kills < 0)
+		cJSON_AddNullToObject(o, "oomKilled");
+	else
+		cJSON_AddBoolToObject(o, "oomKilled", e->oom_kills > 0);
 }
 
 cJSON *exec_result_json(struct exec_job *job, bool with_output)
@@ -92,6 +97,7 @@ cJSON *exec_proc_json(struct exec_job *job)
 		cJSON_AddNullToObject(o, "exitCode");
 		cJSON_AddNullToObject(o, "signal");
 		cJSON_AddBoolToObject(o, "timedOut", false);
+		cJSON_AddNullToObject(o, "oomKilled");
 	}
 	const char *log = job->meta.log_path ? job->meta.log_path : "";
 	cJSON_AddStringToObject(o, "logPath", log);

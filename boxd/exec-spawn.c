@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@ void exec_spawn_init(const char *program, const char *cgroup)
 static pid_t spawn_into_cgroup(int input, int output)
 {
 	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0 && errno == ENOENT && mkdir(shim_cgroup, 0755) == 0)
+		dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC); /* trimmed while empty */
 	if (dir < 0)
 		return -1;
 	struct clone_args args = {.flags = CLONE_INTO_CGROUP | CLONE_VFORK,

@@ -78,6 +78,11 @@ struct exec_job *exec_first(void)
 	return jobs;
 }
 
+bool exec_memory_caps(void)
+{
+	return cgroup_has_memory(cgroup_base);
+}
+
 int exec_running_background(void)
 {
 	int count = 0;
@@ -265,10 +270,12 @@ static void job_finish(struct exec_job *job)
 		return; /* found ended at start: no step, no report, no watcher yet */
 	char *what = exec_summary(job->meta.cmd);
 	const char *sig = signal_name(job->exit.signal);
-	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s after %.1f s%s",
+	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s%s after %.1f s%s",
 		  what, job->meta.cwd ? job->meta.cwd : "?",
 		  job->exit.timed_out ? "timed out, exit" : "exit", job->exit.exit_code,
-		  sig ? " " : "", sig ? sig : "", (double)job->exit.duration_ms / 1000.0,
+		  sig ? " " : "", sig ? sig : "",
+		  job->exit.oom_kills > 0 ? " (out of memory)" : "",
+		  (double)job->exit.duration_ms / 1000.0,
 		  job->exit.log_error ? " (log incomplete)" : "");
 	free(what);
 	struct exec_watch *watch = job->watches;
@@ -322,6 +329,7 @@ void exec_job_lost(struct exec_job *job)
 	job->exit = (struct exit_record){
 		.exit_code = 128 + SIGKILL, .signal = SIGKILL,
 		.cpu_ms = cgroup_job_cpu_ms(&tree), .peak_memory_bytes = cgroup_job_peak_memory(&tree),
+		.oom_kills = cgroup_job_oom_kills(&tree),
 		.ended_at = clock_now_ms(),
 		.duration_ms = clock_now_ms() - job->meta.started_at,
 		.message = xstrdup(run_dir_full
@@ -505,6 +513,7 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 		.state_dir = exec_state_path(id, NULL),
 		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
 		.log_cap_bytes = EXEC_LOG_CAP_BYTES, .pids_max = EXEC_PIDS_MAX,
+		.memory_max = r->memory_max_bytes,
 		.cgroup_base = cgroup_base ? xstrdup(cgroup_base) : NULL,
 		.shim_cgroup = shim_cgroup ? xstrdup(shim_cgroup) : NULL,
 		.pids_base = pids_base ? xstrdup(pids_base) : NULL,
@@ -678,7 +687,8 @@ static void prepare_cgroups(void)
 		hash = (hash ^ (unsigned char)*p) * 16777619u;
 	char tag[16];
 	snprintf(tag, sizeof tag, "%08x", hash);
-	char *missing = cgroup_prepare(&host, tag, &cgroup_base, &shim_cgroup, &pids_base);
+	char *missing = cgroup_prepare(&host, tag, config->commands_cgroup, &cgroup_base,
+				       &shim_cgroup, &pids_base);
 	if (missing)
 		log_msg(LOG_LEVEL_WARNING, "%s", missing);
 	free(missing);
@@ -730,8 +740,10 @@ static void contribute_health(cJSON *health)
 void exec_shutdown(void)
 {
 	exec_spawn_stop();
-	/* Empty ones only: running commands keep their cgroups. */
-	const char *dirs[] = {shim_cgroup, cgroup_base, pids_base};
+	/* Empty ones only: running commands keep their cgroups. The commands'
+	 * cgroup of a unit (commands-cgroup) is systemd's to remove. */
+	const char *dirs[] = {shim_cgroup, settings->commands_cgroup ? NULL : cgroup_base,
+			      pids_base};
 	for (size_t i = 0; i < 3; i++)
 		if (dirs[i])
 			rmdir(dirs[i]);

@@ -49,6 +49,7 @@ struct exec_request {
 	size_t stdin_length;
 	int64_t timeout_ms;
 	size_t max_output_bytes;
+	uint64_t memory_max_bytes; /* memory.max of the command's cgroup; 0: none */
 	bool background;
 	bool streaming;     /* hold output until the stream subscribes */
 	char *note;
@@ -92,6 +93,8 @@ struct exec_job *exec_find(const char *id);
 /* Iteration over every known job, oldest first. */
 struct exec_job *exec_first(void);
 int exec_running_background(void);
+/* True when commands' cgroups take a memory cap (memory controller on). */
+bool exec_memory_caps(void);
 
 /* Called once when the job ends (at once if it has). Unwatch before the
  * watcher's memory goes. */

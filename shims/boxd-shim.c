@@ -109,8 +109,16 @@ static void record_exit(struct shim *shim)
 	if (WIFSIGNALED(status)) {
 		record.signal = WTERMSIG(status);
 		record.exit_code = 128 + record.signal;
-	} else
+	} else {
 		record.exit_code = WEXITSTATUS(status);
+		/* bash reports a command killed by signal N as 128+N (the shell
+		 * itself exits normally): name the signal, as the API promises. */
+		if (record.exit_code > 128 && record.exit_code - 128 <= 64)
+			record.signal = record.exit_code - 128;
+	}
+	/* memory.oom.group is set: an OOM kill ends the whole tree, the shell
+	 * too (SIGKILL, above). */
+	record.oom_kills = cgroup_job_oom_kills(&shim->job);
 	if (shim->timed_out)
 		record.exit_code = 124;
 	record.cpu_ms = cgroup_job_cpu_ms(&shim->job);
@@ -292,8 +300,12 @@ static bool start(struct shim *shim)
 {
 	char code[64] = "internal", error[768];
 	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes);
-	cgroup_job_create(&shim->job, shim->spec.cgroup_base, shim->spec.pids_base,
-			  shim->spec.id, shim->spec.pids_max);
+	if (!cgroup_job_create(&shim->job, shim->spec.cgroup_base, shim->spec.pids_base,
+			       shim->spec.id, shim->spec.pids_max, shim->spec.memory_max)) {
+		status_line("error bad_request memoryMaxBytes cannot be enforced: the command's "
+			    "cgroup takes no memory.max (%s)", strerror(errno));
+		return false;
+	}
 	output_init(shim);
 	shim->started_at = clock_now_ms();
 	shim->started_monotonic = clock_monotonic_ms();
@@ -345,8 +357,11 @@ int main(int argc, char **argv)
 	shim->out.kind = SHIM_MSG_STDOUT;
 	shim->err.kind = SHIM_MSG_STDERR;
 	char error[512];
+	if (argc == 2 && !strcmp(argv[1], "--keep-cgroup"))
+		return keep_cgroup();
 	if (argc > 1) {
-		fprintf(stderr, "usage: boxd-shim < SPEC (started by boxd; see shim-spec.h)\n");
+		fprintf(stderr, "usage: boxd-shim < SPEC (started by boxd; see shim-spec.h)\n"
+			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");
 		return 2;
 	}
 	int signal_fd = setup_signals();

@@ -124,4 +124,7 @@ void guard_answer(struct shim *shim);
 /* Stop: the command's whole tree gets `signal`, then SIGKILL after grace_ms. */
 void shim_stop(struct shim *shim, int signal, int64_t grace_ms);
 
+/* shim-keep.c: `boxd-shim --keep-cgroup`, boxd-commands.service's process. */
+int keep_cgroup(void);
+
 #endif

@@ -29,6 +29,9 @@
 #define EXEC_MAX_ENV_ENTRY (128u * 1024)
 #define EXEC_MAX_ENV_TOTAL (1u << 20)
 #define EXEC_ALIVE_SEC 20
+/* memory.max below a few MiB cannot even start bash; 2^50 (1 PiB) is "any". */
+#define EXEC_MIN_MEMORY_MAX (4.0 * 1024 * 1024)
+#define EXEC_MAX_MEMORY_MAX 1125899906842624.0
 #define EXEC_STREAM_HIGH (1u << 20)
 
 /* ---- the request ---- */
@@ -159,7 +162,7 @@ static struct exec_request *parse_request(struct api_request *req)
 	const cJSON *stdin_item = cJSON_GetObjectItemCaseSensitive(body, "stdin");
 	const cJSON *background = cJSON_GetObjectItemCaseSensitive(body, "background");
 	const cJSON *note = cJSON_GetObjectItemCaseSensitive(body, "note");
-	double timeout, max_output;
+	double timeout, max_output, memory_max;
 	bool ok = true;
 	if (!cJSON_IsString(cmd) || !cmd->valuestring[strspn(cmd->valuestring, " \t\r\n")]) {
 		api_reply_bad_request(req, "cmd is required: a non-empty string of bash");
@@ -175,6 +178,14 @@ static struct exec_request *parse_request(struct api_request *req)
 				 EXEC_DEFAULT_TIMEOUT_SEC, &timeout);
 	ok = ok && parse_integer(req, body, "maxOutputBytes", 1, EXEC_MAX_OUTPUT,
 				 EXEC_DEFAULT_MAX_OUTPUT, &max_output);
+	ok = ok && parse_integer(req, body, "memoryMaxBytes", EXEC_MIN_MEMORY_MAX,
+				 EXEC_MAX_MEMORY_MAX, 0, &memory_max);
+	if (ok && memory_max > 0 && !exec_memory_caps()) {
+		api_reply_bad_request(req, "memoryMaxBytes cannot be enforced here: the cgroup v2 "
+				      "memory controller is not available for commands (see "
+				      "docs/confinement.md); leave it out to run without a cap");
+		ok = false;
+	}
 	ok = ok && parse_cwd(req, cJSON_GetObjectItemCaseSensitive(body, "cwd"), r);
 	ok = ok && parse_user(req, cJSON_GetObjectItemCaseSensitive(body, "user"), r);
 	ok = ok && parse_env(req, cJSON_GetObjectItemCaseSensitive(body, "env"), r);
@@ -189,6 +200,7 @@ static struct exec_request *parse_request(struct api_request *req)
 	}
 	r->timeout_ms = (int64_t)timeout * 1000;
 	r->max_output_bytes = (size_t)max_output;
+	r->memory_max_bytes = (uint64_t)memory_max;
 	r->background = cJSON_IsTrue(background);
 	r->note = cJSON_IsString(note) ? xstrdup(note->valuestring) : NULL;
 	return r;

@@ -145,39 +145,61 @@ static char *join_path(const char *mount, const char *self)
 	return xasprintf("%s%s", mount, strcmp(self, "/") ? self : "");
 }
 
-/* Finds or makes the v2 dir that holds the commands' cgroups. */
-static char *prepare_v2(const struct cgroup_host *host, const char *tag)
+/* Finds or makes the v2 dir that holds the commands' cgroups (see cgroup.h).
+ * Sets *controllers when boxd may enable controllers for the commands there. */
+static char *prepare_v2(const struct cgroup_host *host, const char *tag, const char *commands,
+			bool *controllers, char **problem)
 {
+	*controllers = false;
+	if (commands && *commands) {
+		char *base = join_path(host->v2_mount, commands);
+		struct stat info;
+		if (stat(base, &info) == 0 && S_ISDIR(info.st_mode)) {
+			/* Its unit's keeper sits in a leaf (boxd-shim
+			 * --keep-cgroup): with nothing in the root, controllers
+			 * may be enabled for children. */
+			char *procs = read_file(base, "cgroup.procs");
+			*controllers = procs && !procs[0];
+			if (procs && procs[0])
+				*problem = xasprintf("the commands' cgroup %s holds processes of "
+						     "its own: no controllers for commands", base);
+			free(procs);
+			return base;
+		}
+		*problem = xasprintf("the commands' cgroup %s is missing (is boxd-commands.service "
+				     "active?): commands share boxd's unit, without per-command "
+				     "memory figures or caps", base);
+		free(base);
+	}
 	char *self = join_path(host->v2_mount, host->v2_self);
 	if (!strcmp(host->v2_self, "/")) {
+		/* The root cgroup is exempt from the no-internal-processes rule. */
+		*controllers = true;
 		char *base = make_dir(xasprintf("%s/boxd-%s", self, tag));
 		free(self);
 		return base;
 	}
-	const char *leaf = strrchr(self, '/');
-	if (leaf && !strcmp(leaf, "/daemon")) {
-		/* Restarted: we already live in the leaf; its parent is the base. */
-		self[leaf - self] = '\0';
-		return self;
-	}
-	char *daemon = make_dir(xasprintf("%s/daemon", self));
-	if (!daemon || !cgroup_move(daemon, getpid())) {
-		free(daemon);
-		free(self);
-		return NULL;
-	}
-	free(daemon);
-	return self;
+	/* Inside a unit of its own (systemd) without a commands' cgroup: a
+	 * `commands` child, and no controller enabled in the unit's cgroup ever,
+	 * because systemd 252 starts the next boxd in that cgroup, which the
+	 * kernel refuses (EBUSY) while it has controllers enabled for children. */
+	char *base = make_dir(xasprintf("%s/commands", self));
+	free(self);
+	if (base && !*problem)
+		*problem = xstrdup("no commands' cgroup configured (commands-cgroup): commands "
+				   "share boxd's unit, without per-command memory figures or caps");
+	return base;
 }
 
-char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_base,
-		     char **shim_dir, char **pids_base)
+char *cgroup_prepare(const struct cgroup_host *host, const char *tag, const char *commands,
+		     char **v2_base, char **shim_dir, char **pids_base)
 {
 	*v2_base = *shim_dir = *pids_base = NULL;
-	bool v2_pids = false;
+	bool v2_pids = false, controllers = false;
+	char *problem = NULL;
 	if (host->v2_mount)
-		*v2_base = prepare_v2(host, tag);
-	if (*v2_base) {
+		*v2_base = prepare_v2(host, tag, commands, &controllers, &problem);
+	if (*v2_base && controllers) {
 		char *available = read_file(*v2_base, "cgroup.controllers");
 		const char *wanted[] = {"pids", "memory", "cpu"};
 		for (size_t i = 0; available && i < 3; i++) {
@@ -189,13 +211,16 @@ char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_
 				v2_pids = true;
 		}
 		free(available);
-		*shim_dir = make_dir(xasprintf("%s/shims", *v2_base));
 	}
+	if (*v2_base)
+		*shim_dir = make_dir(xasprintf("%s/shims", *v2_base));
 	if (!v2_pids && host->pids_mount) {
 		char *self = join_path(host->pids_mount, host->pids_self);
 		*pids_base = make_dir(xasprintf("%s/boxd-%s", self, tag));
 		free(self);
 	}
+	if (problem)
+		return problem;
 	if (!*v2_base)
 		return xstrdup("no writable cgroup v2: commands get their own process group, "
 			       "and a daemon that leaves it escapes timeouts");
@@ -204,8 +229,16 @@ char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_
 	return NULL;
 }
 
-void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
-		       const char *id, uint64_t pids_max)
+bool cgroup_has_memory(const char *v2_base)
+{
+	char *enabled = v2_base ? read_file(v2_base, "cgroup.subtree_control") : NULL;
+	bool yes = enabled && has_word(enabled, "memory");
+	free(enabled);
+	return yes;
+}
+
+bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
+		       const char *id, uint64_t pids_max, uint64_t memory_max)
 {
 	*job = (struct cgroup_job){0};
 	char limit[32];
@@ -214,7 +247,21 @@ void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *
 		job->v2_dir = make_dir(xasprintf("%s/%s", v2_base, id));
 		if (job->v2_dir && pids_max)
 			write_file(job->v2_dir, "pids.max", limit);
-	}
+		/* An OOM kill takes the whole command, not a random part of it
+		 * (processes with oom_score_adj -1000, the shim's, are spared). */
+		if (job->v2_dir)
+			write_file(job->v2_dir, "memory.oom.group", "1");
+		char cap[32];
+		snprintf(cap, sizeof cap, "%" PRIu64, memory_max);
+		if (memory_max && (!job->v2_dir || !write_file(job->v2_dir, "memory.max", cap))) {
+			if (job->v2_dir)
+				rmdir(job->v2_dir);
+			free(job->v2_dir);
+			job->v2_dir = NULL;
+			return false;
+		}
+	} else if (memory_max)
+		return false;
 	if (pids_base) {
 		job->pids_dir = make_dir(xasprintf("%s/%s", pids_base, id));
 		if (job->pids_dir && pids_max && !write_file(job->pids_dir, "pids.max", limit)) {
@@ -223,6 +270,7 @@ void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *
 			job->pids_dir = NULL;
 		}
 	}
+	return true;
 }
 
 bool cgroup_move(const char *dir, pid_t pid)
@@ -316,6 +364,26 @@ int64_t cgroup_job_peak_memory(const struct cgroup_job *job)
 	int64_t bytes = peak && *peak ? strtoll(peak, NULL, 10) : -1;
 	free(peak);
 	return bytes;
+}
+
+int64_t cgroup_job_oom_kills(const struct cgroup_job *job)
+{
+	if (!job->v2_dir)
+		return -1;
+	/* Hierarchical: a kill of any process of the tree counts, whichever
+	 * cgroup's limit (the command's own or the commands' parent) was hit. */
+	char *events = read_file(job->v2_dir, "memory.events");
+	int64_t kills = -1;
+	for (char *line = events; line && *line;) {
+		if (!strncmp(line, "oom_kill ", 9)) {
+			kills = strtoll(line + 9, NULL, 10);
+			break;
+		}
+		char *next = strchr(line, '\n');
+		line = next ? next + 1 : NULL;
+	}
+	free(events);
+	return kills;
 }
 
 void cgroup_job_remove(const struct cgroup_job *job)

@@ -24,24 +24,36 @@ struct cgroup_host {
 bool cgroup_discover(struct cgroup_host *host);
 void cgroup_host_free(struct cgroup_host *host);
 
-/* Where boxd's commands go: for boxd (not the shim). When boxd sits in the
- * root cgroup (a development machine), a dir `boxd-<tag>` under it; otherwise
- * boxd moves itself into a `daemon` leaf of its (delegated) cgroup and
- * commands become its siblings. Enables the pids, memory and cpu controllers
- * for them where possible. Sets *v2_base, *shim_dir (a leaf for the shims)
- * and *pids_base (v1 pids, when v2 has no pids controller); each may be NULL.
- * Returns a sentence about what is missing, or NULL when all is there. */
-char *cgroup_prepare(const struct cgroup_host *host, const char *tag, char **v2_base,
-		     char **shim_dir, char **pids_base);
+/* Where boxd's commands go: for boxd (not the shim). Three layouts
+ * (docs/confinement.md says why):
+ * - `commands` given (a cgroup v2 path such as
+ *   /system.slice/boxd-commands.service, a delegated unit whose one process
+ *   sits in a leaf): commands go there, beside boxd's unit, and boxd enables
+ *   the pids, memory and cpu controllers for them;
+ * - boxd in the root cgroup (a development machine): a dir `boxd-<tag>` below
+ *   it, controllers enabled where the host has them;
+ * - otherwise (boxd in a unit of its own, no commands' cgroup): a `commands`
+ *   child of boxd's cgroup and no controllers, so that systemd can always put
+ *   the next boxd into its unit's cgroup.
+ * Sets *v2_base, *shim_dir (a leaf for the shims) and *pids_base (v1 pids,
+ * when v2 has no pids controller); each may be NULL. Returns a sentence about
+ * what is missing, or NULL when all is there. */
+char *cgroup_prepare(const struct cgroup_host *host, const char *tag, const char *commands,
+		     char **v2_base, char **shim_dir, char **pids_base);
+/* True when the memory controller is enabled for the commands in v2_base
+ * (memory.max, memory.peak and memory.events exist in their cgroups). */
+bool cgroup_has_memory(const char *v2_base);
 
 struct cgroup_job {
 	char *v2_dir;   /* NULL when not created */
 	char *pids_dir; /* v1 pids dir, NULL when not created */
 };
 
-/* Creates the cgroups of one command (`id`) with a pids limit (0: none). */
-void cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
-		       const char *id, uint64_t pids_max);
+/* Creates the cgroups of one command (`id`) with a pids limit and a memory
+ * cap (0: none), and memory.oom.group set. False when the memory cap could not
+ * be set (the command must not run uncapped); a missing dir is not an error. */
+bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
+		       const char *id, uint64_t pids_max, uint64_t memory_max);
 /* Moves the calling process into the job's cgroups. Async-signal-safe (for a
  * child between fork and exec); false when a move failed. */
 bool cgroup_job_join(const struct cgroup_job *job);
@@ -56,6 +68,9 @@ int cgroup_job_populated(const struct cgroup_job *job);
 int64_t cgroup_job_cpu_ms(const struct cgroup_job *job);
 /* Peak memory of the whole tree in bytes, or -1 (hybrid hosts cannot tell). */
 int64_t cgroup_job_peak_memory(const struct cgroup_job *job);
+/* How many processes of the tree the OOM killer killed (memory.events
+ * oom_kill), or -1 when the kernel cannot tell (no memory controller). */
+int64_t cgroup_job_oom_kills(const struct cgroup_job *job);
 /* Removes the (empty) cgroup dirs. */
 void cgroup_job_remove(const struct cgroup_job *job);
 void cgroup_job_free(struct cgroup_job *job);

@@ -89,6 +89,7 @@ static void record_fields(const struct exit_record *record, struct fields_writer
 	fields_add_int(&w, "timedOut", record->timed_out);
 	fields_add_int(&w, "cpuMs", record->cpu_ms);
 	fields_add_int(&w, "peakMemoryBytes", record->peak_memory_bytes);
+	fields_add_int(&w, "oomKills", record->oom_kills);
 	fields_add_int(&w, "endedAt", record->ended_at);
 	fields_add_int(&w, "durationMs", record->duration_ms);
 	fields_add_int(&w, "logBytes", record->log_bytes);
@@ -121,7 +122,8 @@ bool exit_record_read(struct exit_record *record, const char *path)
 	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
 	if (!data) {
 		*record = (struct exit_record){.cpu_ms = EXIT_RECORD_UNKNOWN,
-					       .peak_memory_bytes = EXIT_RECORD_UNKNOWN};
+					       .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
+					       .oom_kills = EXIT_RECORD_UNKNOWN};
 		return false;
 	}
 	bool ok = exit_record_parse(record, data, length);
@@ -132,7 +134,8 @@ bool exit_record_read(struct exit_record *record, const char *path)
 bool exit_record_parse(struct exit_record *record, const char *data, size_t length)
 {
 	*record = (struct exit_record){.cpu_ms = EXIT_RECORD_UNKNOWN,
-				       .peak_memory_bytes = EXIT_RECORD_UNKNOWN};
+				       .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
+				       .oom_kills = EXIT_RECORD_UNKNOWN};
 	struct fields_reader r = {data, length, 0};
 	const char *key, *v;
 	size_t n;
@@ -143,6 +146,7 @@ bool exit_record_parse(struct exit_record *record, const char *data, size_t leng
 		else if (!strcmp(key, "timedOut")) record->timed_out = fields_int(v, n, 0);
 		else if (!strcmp(key, "cpuMs")) record->cpu_ms = fields_int(v, n, -1);
 		else if (!strcmp(key, "peakMemoryBytes")) record->peak_memory_bytes = fields_int(v, n, -1);
+		else if (!strcmp(key, "oomKills")) record->oom_kills = fields_int(v, n, -1);
 		else if (!strcmp(key, "endedAt")) record->ended_at = fields_int(v, n, 0);
 		else if (!strcmp(key, "durationMs")) record->duration_ms = fields_int(v, n, 0);
 		else if (!strcmp(key, "logBytes")) record->log_bytes = fields_int(v, n, 0);

@@ -39,6 +39,7 @@ struct exit_record {
 	bool timed_out;
 	int64_t cpu_ms;         /* EXIT_RECORD_UNKNOWN when the kernel cannot tell */
 	int64_t peak_memory_bytes;
+	int64_t oom_kills;      /* processes the OOM killer killed; EXIT_RECORD_UNKNOWN: cannot tell */
 	int64_t ended_at;
 	int64_t duration_ms;
 	int64_t log_bytes;      /* bytes written to the log over the command's life */

@@ -44,6 +44,7 @@ bool shim_spec_write(const struct shim_spec *spec, int fd)
 	fields_add_string(&w, "shimCgroup", spec->shim_cgroup);
 	fields_add_string(&w, "pidsBase", spec->pids_base);
 	fields_add_int(&w, "pidsMax", (int64_t)spec->pids_max);
+	fields_add_int(&w, "memoryMax", (int64_t)spec->memory_max);
 	if (spec->protected_dir)
 		fields_add_string(&w, "protectedDir", spec->protected_dir);
 	for (size_t i = 0; i < spec->rlimit_count; i++) {
@@ -97,6 +98,7 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 	else if (!strcmp(key, "shimCgroup")) take_string(&s->shim_cgroup, v, n);
 	else if (!strcmp(key, "pidsBase")) take_string(&s->pids_base, v, n);
 	else if (!strcmp(key, "pidsMax")) s->pids_max = (uint64_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "memoryMax")) s->memory_max = (uint64_t)fields_int(v, n, 0);
 	else if (!strcmp(key, "protectedDir")) take_string(&s->protected_dir, v, n);
 	else if (!strcmp(key, "rlimit")) {
 		char *text = fields_string(v, n);

@@ -46,6 +46,7 @@ struct shim_spec {
 	char *shim_cgroup;   /* cgroup v2 dir the shim moves itself into, or NULL */
 	char *pids_base;     /* cgroup v1 pids dir (hybrid hosts), or NULL */
 	uint64_t pids_max;   /* 0: no limit */
+	uint64_t memory_max; /* memory.max of the command's cgroup; 0: none */
 	char *protected_dir; /* the processes a command may not reach (protected.h) */
 	struct shim_rlimit *rlimits;
 	size_t rlimit_count;

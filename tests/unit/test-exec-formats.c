@@ -68,7 +68,7 @@ static void test_spec_round_trip(void)
 		.stdin_data = "in\0put", .stdin_length = 6, .timeout_ms = 600000,
 		.max_output_bytes = 262144, .state_dir = "/run/boxd/procs/c_1",
 		.log_path = "/work/.sbx/logs/c_1.log", .log_cap_bytes = 1 << 29,
-		.hold_output = true,
+		.hold_output = true, .memory_max = 3ull << 30,
 	};
 	int fd = memfd_create("spec", 0);
 	CHECK(shim_spec_write(&spec, fd));
@@ -79,7 +79,8 @@ static void test_spec_round_trip(void)
 	CHECK(!strcmp(back.cmd, spec.cmd) && back.uid == 1000 && back.group_count == 2 &&
 	      back.groups[1] == 27 && back.env_count == 2 && !strcmp(back.env[1], "B=two words") &&
 	      back.stdin_length == 6 && !memcmp(back.stdin_data, "in\0put", 6) &&
-	      back.hold_output && back.max_output_bytes == 262144 && !back.cgroup_base);
+	      back.hold_output && back.max_output_bytes == 262144 && !back.cgroup_base &&
+	      back.memory_max == 3ull << 30);
 	shim_spec_free(&back);
 	/* Incomplete specs are refused with a sentence. */
 	ftruncate(fd, 0);
@@ -97,13 +98,20 @@ static void test_exit_record(void)
 	close(fd);
 	struct exit_record record = {.exit_code = 124, .signal = SIGTERM, .timed_out = true,
 				     .cpu_ms = 12, .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
-				     .ended_at = 1700000000000, .log_error = "disk full"};
+				     .oom_kills = 2, .ended_at = 1700000000000, .log_error = "disk full"};
 	CHECK(exit_record_write(&record, path));
 	struct exit_record back;
 	CHECK(exit_record_read(&back, path));
 	CHECK(back.exit_code == 124 && back.signal == SIGTERM && back.timed_out &&
 	      back.cpu_ms == 12 && back.peak_memory_bytes == EXIT_RECORD_UNKNOWN &&
-	      !strcmp(back.log_error, "disk full") && !back.message);
+	      back.oom_kills == 2 && !strcmp(back.log_error, "disk full") && !back.message);
+	exit_record_free(&back);
+	/* A record without the field (an older shim's) reads as "cannot tell". */
+	FILE *old = fopen(path, "w");
+	CHECK(old && fputs("exitCode 3\n137\n", old) >= 0 && fclose(old) == 0);
+	CHECK(exit_record_read(&back, path));
+	CHECK(back.exit_code == 137 && back.oom_kills == EXIT_RECORD_UNKNOWN &&
+	      back.peak_memory_bytes == EXIT_RECORD_UNKNOWN);
 	exit_record_free(&back);
 	unlink(path);
 	CHECK(!strcmp(signal_name(SIGKILL), "SIGKILL") && !signal_name(0));

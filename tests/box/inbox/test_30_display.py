@@ -1,0 +1,143 @@
+"""The display as agents use it: Xvfb on :99, Chromium showing a page served
+in the box, boxd's screenshots, input and recording."""
+import json
+import os
+import socket
+import subprocess
+import time
+
+from boxtest import api, emit, health, png_pixels, request, sh, unit, wait_until
+
+X_SOCKET = "/tmp/.X11-unix/X99"
+PAGE = """<!doctype html><html><body style="margin:0;background:#fff">
+<div id="block" style="position:absolute;left:100px;top:100px;width:300px;height:200px;background:#f00"></div>
+<input id="field" style="position:absolute;left:100px;top:400px;width:400px;height:40px;font-size:24px">
+<script>
+document.getElementById('field').addEventListener('input', function (e) {
+  if (e.target.value === 'boxd') document.getElementById('block').style.background = '#00f';
+});
+</script></body></html>
+"""
+CHROMIUM = ("chromium --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+            "--disable-dev-shm-usage --disable-features=Translate --password-store=basic "
+            "--user-data-dir=/tmp/boxtest-chromium --kiosk --window-position=0,0 "
+            "--window-size=1280,800 http://127.0.0.1:8765/")
+
+
+def x_answers():
+    """The X server completes a connection setup (as any X client would see it)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(X_SOCKET)
+        s.sendall(b"l\0\x0b\0\0\0\0\0\0\0\0\0")
+        return s.recv(8)[:1] == b"\x01"
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def check_xvfb_up_before_boxd_ready():
+    x = unit("boxd-xvfb.service", "ActiveState", "ActiveEnterTimestampMonotonic")
+    b = unit("boxd.service", "ExecMainStartTimestampMonotonic")
+    assert x["ActiveState"] == "active", x
+    # boxd is started only once the display unit is active, and active means
+    # the X socket exists (the unit's ExecStartPost waits for it).
+    assert int(x["ActiveEnterTimestampMonotonic"]) <= int(b["ExecMainStartTimestampMonotonic"]), (x, b)
+    assert x_answers(), "nothing answers on :99"
+    d = health()["display"]
+    assert d == {"name": ":99", "up": True, "width": 1280, "height": 800}, d
+
+
+def check_health_display_up_whenever_x_answers():
+    """Restarts Xvfb and asks health over and over: once the X server answers
+    a connection, health must not call the display down."""
+    subprocess.run(["systemctl", "--no-block", "restart", "boxd-xvfb.service"], check=True)
+    deadline, calls, answered = time.monotonic() + 10, 0, 0
+    while time.monotonic() < deadline:
+        before = x_answers()
+        up = health()["display"]["up"]
+        calls += 1
+        if before:
+            answered += 1
+            assert up, f"health said display down while :99 answered (call {calls})"
+        time.sleep(0.1)
+    assert answered > 5, f"the X server answered only {answered} of {calls} times after its restart"
+    return f"{calls} health calls, {answered} while :99 answered, never down then"
+
+
+def shot(x, y, w, h):
+    status, headers, body = request("GET", f"/v1/screen/shot?format=png&x={x}&y={y}&w={w}&h={h}")
+    assert status == 200, (status, body[:200])
+    return png_pixels(body)[2]
+
+
+def colour_of(x, y, w=20, h=20):
+    """'red', 'blue', 'white' or 'other' for a uniform patch of the screen."""
+    pixels = {p for row in shot(x, y, w, h) for p in row}
+    names = {"red": lambda p: p[0] > 200 and p[1] < 60 and p[2] < 60,
+             "blue": lambda p: p[2] > 200 and p[0] < 60 and p[1] < 60,
+             "white": lambda p: min(p) > 240}
+    for name, test in names.items():
+        if all(test(p) for p in pixels):
+            return name
+    return "other"
+
+
+def keep_evidence(browser):
+    """The whole screen and the browser's log, for the console and /work."""
+    status, _, body = request("GET", "/v1/screen/shot?format=png")
+    if status == 200:
+        with open("/work/boxtest-screen.png", "wb") as f:
+            f.write(body)
+    log = api("GET", f"/v1/procs/{browser['bgId']}", expect=None)
+    emit(f"browser: {json.dumps(log)[:300]}")
+    print(open(browser["logPath"], errors="replace").read()[-3000:], flush=True)
+
+
+def check_chromium_page_shot_input():
+    os.makedirs("/work/page", exist_ok=True)
+    with open("/work/page/index.html", "w") as f:
+        f.write(PAGE)
+    api("POST", "/v1/exec", {"cmd": "exec python3 -m http.server 8765 --bind 127.0.0.1",
+                             "cwd": "/work/page", "background": True})
+    wait_until("the page served", lambda: b"block" in sh("python3 -c 'import urllib.request as u;"
+               "print(u.urlopen(\"http://127.0.0.1:8765/\").read())'").stdout.encode(), 30)
+    start = time.monotonic()
+    browser = api("POST", "/v1/exec", {"cmd": CHROMIUM, "background": True})
+    try:
+        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 120, 1)
+    except AssertionError:
+        keep_evidence(browser)
+        raise
+    shown = time.monotonic() - start
+    assert colour_of(700, 150) == "white", "the page's background is not where expected"
+    # Typing without focus changes nothing; a click in the field, then text, does.
+    done = api("POST", "/v1/screen/input", {"actions": [
+        {"type": "move", "x": 300, "y": 420}, {"type": "click", "button": "left"},
+        {"type": "wait", "ms": 300}, {"type": "type", "text": "boxd"}]})
+    assert done == {"done": 4}, done
+    wait_until("the block turned blue after the click and text", lambda: colour_of(200, 150) == "blue", 30, 1)
+    return f"page shown {shown:.0f} s after Chromium's start; click + text turned the block blue"
+
+
+def check_recording_plays():
+    started = api("POST", "/v1/screen/record/start", {"fps": 10})
+    # Something moves while recording: the block is recoloured by typing.
+    api("POST", "/v1/screen/input", {"actions": [{"type": "type", "text": "x"}]})
+    time.sleep(5)
+    stopped = api("POST", "/v1/screen/record/stop")
+    path = stopped["path"]
+    assert path == started["path"] and os.path.getsize(path) == stopped["bytes"] > 0, (started, stopped)
+    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration:stream=codec_name,width,height",
+                            "-of", "json", path], capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    info = json.loads(probe.stdout)
+    stream, duration = info["streams"][0], float(info["format"]["duration"])
+    assert stream["codec_name"] == "h264" and (stream["width"], stream["height"]) == (1280, 800), stream
+    assert 4.0 <= duration <= 7.0, f"duration {duration}"
+    decode = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "null", "-"],
+                            capture_output=True, text=True, timeout=120)
+    assert decode.returncode == 0 and not decode.stderr.strip(), decode.stderr[-500:]
+    return f"{duration:.1f} s h264 1280x800, {stopped['frames']} frames, decodes cleanly"
