@@ -6,7 +6,8 @@ import socket
 import subprocess
 import time
 
-from boxtest import api, emit, health, png_pixels, request, sh, unit, wait_until
+from boxtest import (api, boxd_pids, emit, figure, health, png_pixels, request, rss_kib, sh,
+                     unit, wait_until)
 
 X_SOCKET = "/tmp/.X11-unix/X99"
 PAGE = """<!doctype html><html><body style="margin:0;background:#fff">
@@ -54,17 +55,20 @@ def check_health_display_up_whenever_x_answers():
     """Restarts Xvfb and asks health over and over: once the X server answers
     a connection, health must not call the display down."""
     subprocess.run(["systemctl", "--no-block", "restart", "boxd-xvfb.service"], check=True)
-    deadline, calls, answered = time.monotonic() + 10, 0, 0
-    while time.monotonic() < deadline:
+    # Xvfb takes seconds to start in a busy box; watch until 8 s after it first answers.
+    start, first, calls, answered = time.monotonic(), None, 0, 0
+    while time.monotonic() < (first + 8 if first else start + 90):
         before = x_answers()
         up = health()["display"]["up"]
         calls += 1
         if before:
+            first = first or time.monotonic()
             answered += 1
             assert up, f"health said display down while :99 answered (call {calls})"
         time.sleep(0.1)
-    assert answered > 5, f"the X server answered only {answered} of {calls} times after its restart"
-    return f"{calls} health calls, {answered} while :99 answered, never down then"
+    assert answered > 3, f"the X server answered only {answered} of {calls} times after its restart"
+    return (f"{calls} health calls, {answered} while :99 answered (from {first - start:.0f} s "
+            "after the restart), never down then")
 
 
 def shot(x, y, w, h):
@@ -140,4 +144,6 @@ def check_recording_plays():
     decode = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "null", "-"],
                             capture_output=True, text=True, timeout=120)
     assert decode.returncode == 0 and not decode.stderr.strip(), decode.stderr[-500:]
+    _, helpers = boxd_pids()
+    figure("rss-after-screen-use", " ".join(f"{c}={rss_kib(p)}KiB" for p, c in sorted(helpers.items())))
     return f"{duration:.1f} s h264 1280x800, {stopped['frames']} frames, decodes cleanly"
