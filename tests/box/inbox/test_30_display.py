@@ -21,6 +21,8 @@ document.getElementById('field').addEventListener('input', function (e) {
 """
 CHROMIUM = ("chromium --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
             "--disable-dev-shm-usage --disable-features=Translate --password-store=basic "
+            # One process less to start in a slow box: the network service in the browser.
+            "--enable-features=NetworkServiceInProcess2 "
             "--user-data-dir=/tmp/boxtest-chromium --kiosk --window-position=0,0 "
             "--window-size=1280,800 http://127.0.0.1:8765/")
 
@@ -110,11 +112,20 @@ def check_chromium_page_shot_input():
                "print(u.urlopen(\"http://127.0.0.1:8765/\").read())'").stdout.encode(), 30)
     start = time.monotonic()
     browser = api("POST", "/v1/exec", {"cmd": CHROMIUM, "background": True})
+    reloaded = False
     try:
-        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 120, 1)
+        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 90, 1)
     except AssertionError:
-        keep_evidence(browser)
-        raise
+        # Seen in a loaded box: the window maps, the first navigation stalls
+        # (Chromium logs its network service restarting) and it stays blank.
+        # A person would press F5; that goes through boxd's input too.
+        reloaded = True
+        api("POST", "/v1/screen/input", {"actions": [{"type": "key", "keys": "F5"}]})
+        try:
+            wait_until("the page's red block after a reload", lambda: colour_of(200, 150) == "red", 60, 1)
+        except AssertionError:
+            keep_evidence(browser)
+            raise
     shown = time.monotonic() - start
     assert colour_of(700, 150) == "white", "the page's background is not where expected"
     # Typing without focus changes nothing; a click in the field, then text, does.
@@ -123,7 +134,8 @@ def check_chromium_page_shot_input():
         {"type": "wait", "ms": 300}, {"type": "type", "text": "boxd"}]})
     assert done == {"done": 4}, done
     wait_until("the block turned blue after the click and text", lambda: colour_of(200, 150) == "blue", 30, 1)
-    return f"page shown {shown:.0f} s after Chromium's start; click + text turned the block blue"
+    return (f"page shown {shown:.0f} s after Chromium's start{' (after F5)' if reloaded else ''}; "
+            "click + text turned the block blue")
 
 
 def check_recording_plays():
