@@ -18,7 +18,10 @@
 #include "probe.h"
 #include "xalloc.h"
 
-#define PROBE_TIMEOUT_MS 500
+/* Measured in a booted box just after boot (and after an Xvfb restart): the
+ * X server took 0.5 to 1.8 s to answer a connection setup while it was busy,
+ * so 500 ms called a working display down. */
+#define PROBE_TIMEOUT_MS 3000
 #define MAX_CONTRIBUTORS 16
 #define MAX_WAITING 64
 #define KEEP_AWAKE_MS (10 * 60 * 1000)
@@ -48,7 +51,7 @@ static bool docker_up;
 static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
 static bool changed_while_probing; /* the running probes may tell the old state */
-static bool ask_again; /* a probe was refused: a server starting or just gone */
+static bool ask_again; /* a probe failed at once: a server starting or just gone */
 static struct waiting waiting[MAX_WAITING];
 static int waiting_count;
 
@@ -306,13 +309,14 @@ static void probe_finished(void)
 	}
 }
 
-/* A refused probe is not kept: a refusal costs nothing to ask again, and
- * the server may be starting (its socket file comes before it listens) or
- * killed outright (its socket file stays). */
-static void on_display_probe(void *arg, bool answered, bool refused, const unsigned char *answer,
+/* A probe that failed without timing out (no socket, nobody listening,
+ * closed early) is not kept: asking again costs a connect, and the server
+ * may be starting (its socket file comes before it answers) or killed
+ * outright (its socket file stays). A silent server (timed out) is kept. */
+static void on_display_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
 			     size_t length)
 {
-	ask_again |= refused;
+	ask_again |= !answered && !timed_out;
 	display.up = answered;
 	display.width = display.height = 0;
 	if (answered)
@@ -320,10 +324,10 @@ static void on_display_probe(void *arg, bool answered, bool refused, const unsig
 	probe_finished();
 }
 
-static void on_docker_probe(void *arg, bool answered, bool refused, const unsigned char *answer,
+static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
 			    size_t length)
 {
-	ask_again |= refused;
+	ask_again |= !answered && !timed_out;
 	docker_up = answered && length >= 12 && memcmp(answer, "HTTP/1.", 7) == 0 &&
 		    memcmp(answer + 8, " 200", 4) == 0;
 	probe_finished();

@@ -36,13 +36,13 @@ static void forget(struct probe *probe)
 	}
 }
 
-static void probe_finish(struct probe *probe, bool answered, bool refused)
+static void probe_finish(struct probe *probe, bool answered, bool timed_out)
 {
 	forget(probe);
 	struct evbuffer *input = bufferevent_get_input(probe->bev);
 	size_t length = evbuffer_get_length(input);
 	const unsigned char *data = length ? evbuffer_pullup(input, -1) : NULL;
-	probe->done(probe->arg, answered, refused, data, length);
+	probe->done(probe->arg, answered, timed_out, data, length);
 	bufferevent_free(probe->bev);
 	free(probe);
 }
@@ -68,7 +68,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t length = evbuffer_get_length(input);
 	size_t wanted = length ? probe->answer_length(evbuffer_pullup(input, -1), length) : 0;
-	probe_finish(probe, wanted && length >= wanted, !probe->connected && !(what & BEV_EVENT_TIMEOUT));
+	probe_finish(probe, wanted && length >= wanted, (what & BEV_EVENT_TIMEOUT) != 0);
 }
 
 static socklen_t fill_address(struct sockaddr_un *address, const char *path)
@@ -103,9 +103,10 @@ void probe_run(struct event_base *base, const struct probe_spec *spec, probe_don
 	socklen_t length = fill_address(&address, spec->path);
 	/* Callbacks are deferred, so even a connect that fails at once reports
 	 * through on_event from the loop, never from inside this call. libevent
-	 * reports a refused connect itself, but not one that fails outright (no
-	 * socket file: ENOENT), which would wait for the timeout: say it now. */
-	if (bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length) != 0)
+	 * 2.1 reports ECONNREFUSED that way but a missing socket (ENOENT) by
+	 * the return value alone: without the trigger such a probe ended only
+	 * at its timeout, as if a server were there and silent. */
+	if (bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length) < 0)
 		bufferevent_trigger_event(probe->bev, BEV_EVENT_ERROR, BEV_TRIG_DEFER_CALLBACKS);
 }
 

@@ -20,10 +20,9 @@ struct probe_spec {
 };
 
 /* `done` runs once on the loop: `answered` false when the socket was absent,
- * refused, closed early or timed out; `refused` true when it failed at once
- * (no socket, or nobody listening on it: a server starting or just gone, so
- * worth asking again soon). `answer` is valid during the call. */
-typedef void (*probe_done_fn)(void *arg, bool answered, bool refused, const unsigned char *answer,
+ * refused, closed early or timed out (`timed_out` true: a server that is
+ * there but silent). `answer` is valid during the call. */
+typedef void (*probe_done_fn)(void *arg, bool answered, bool timed_out, const unsigned char *answer,
 			      size_t length);
 
 void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
