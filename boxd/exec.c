@@ -742,7 +742,7 @@ void exec_shutdown(void)
 	exec_spawn_stop();
 	/* Empty ones only: running commands keep their cgroups. The commands'
 	 * cgroup of a unit (commands-cgroup) is systemd's to remove. */
-	const char *dirs[] = {shim_cgroup, settings->commands_cgroup ? NULL : cgroup_base,
+	const char *dirs[] = {shim_cgroup, settings && settings->commands_cgroup ? NULL : cgroup_base,
 			      pids_base};
 	for (size_t i = 0; i < 3; i++)
 		if (dirs[i])
