@@ -128,13 +128,9 @@ static bool check_env(const cJSON *env, char *error, size_t size)
 	if (!cJSON_IsObject(env))
 		return text_fail(error, size, "env must be an object of NAME: \"value\" strings");
 	for (const cJSON *item = env->child; item; item = item->next) {
-		const char *name = item->string;
-		bool named = *name && !(*name >= '0' && *name <= '9') &&
-			     strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-				     strlen(name);
-		if (!named || !cJSON_IsString(item))
+		if (!text_is_env_name(item->string) || !cJSON_IsString(item))
 			return text_fail(error, size, "env entry %.64s must have a name of letters, digits "
-					 "and _ and a string value", name);
+					 "and _ and a string value", item->string);
 	}
 	return true;
 }

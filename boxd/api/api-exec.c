@@ -18,6 +18,7 @@
 #include "redact-json.h"
 #include "redact.h"
 #include "steps.h"
+#include "text.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -36,17 +37,6 @@
 
 /* ---- the request ---- */
 
-static bool valid_env_name(const char *name)
-{
-	if (!*name || (*name >= '0' && *name <= '9'))
-		return false;
-	for (const char *p = name; *p; p++)
-		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		      (*p >= '0' && *p <= '9')))
-			return false;
-	return true;
-}
-
 static bool parse_env(struct api_request *req, const cJSON *env, struct exec_request *r)
 {
 	if (!env)
@@ -57,7 +47,7 @@ static bool parse_env(struct api_request *req, const cJSON *env, struct exec_req
 	}
 	size_t total = 0;
 	for (const cJSON *item = env->child; item; item = item->next) {
-		if (!valid_env_name(item->string) || !cJSON_IsString(item)) {
+		if (!text_is_env_name(item->string) || !cJSON_IsString(item)) {
 			api_reply_bad_request(req, "env entry %.64s must have a name of letters, digits "
 					      "and _ and a string value", item->string);
 			return false;

@@ -38,3 +38,14 @@ bool text_json_has_nul(const char *json, size_t length)
 	}
 	return false;
 }
+
+bool text_is_env_name(const char *name)
+{
+	if (!*name || (*name >= '0' && *name <= '9'))
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		      (*p >= '0' && *p <= '9')))
+			return false;
+	return true;
+}

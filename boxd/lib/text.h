@@ -15,6 +15,9 @@ bool text_fail(char *error, size_t size, const char *fmt, ...)
 /* The value of a hexadecimal digit (either case), or -1. */
 int text_hex_value(char c);
 
+/* A name a command's environment can carry: [A-Za-z_][A-Za-z0-9_]*. */
+bool text_is_env_name(const char *name);
+
 /* True when JSON text holds a string with an escaped NUL (\u0000). cJSON
  * keeps strings NUL-terminated, so such a string would reach its user cut
  * short at the NUL: a command or an env value silently shortened. The
