@@ -333,12 +333,15 @@ static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsi
 	probe_finished();
 }
 
-/* ---- noticing a display or Docker that comes or goes ----
+/* ---- noticing a display that comes or goes ----
  *
- * Their sockets appear when they start and vanish when they stop cleanly:
- * inotify on the sockets' directories makes the next answer probe anew, so
- * a change shows at once (a server killed outright leaves its socket file;
- * that shows at the next probe, within HEALTH_PROBE_FRESH_MS). */
+ * The X server's socket appears when it starts and vanishes when it stops
+ * cleanly: inotify on /tmp/.X11-unix makes the next answer probe anew, so
+ * the change shows at once (a server killed outright leaves its socket file,
+ * and a probe refused at once is asked again at every call). Docker's
+ * socket lives in /run, where files come and go all day: watching it would
+ * wake an idle boxd, so Docker's changes show at the next probe (within
+ * HEALTH_PROBE_FRESH_MS; at once while Docker is down). */
 
 #define X_SOCKET_DIR "/tmp/.X11-unix"
 #define DOCKER_SOCKET_DIR "/var/run"
@@ -376,7 +379,7 @@ static void on_socket_dirs(evutil_socket_t fd, short what, void *arg)
 			} else if (event->wd == x_dir_watch && (event->mask & IN_IGNORED)) {
 				x_dir_watch = -1; /* removed: watch /tmp for its return */
 				rewatch = changed = true;
-			} else if (event->len && (event->name[0] == 'X' || !strcmp(event->name, "docker.sock"))) {
+			} else if (event->len && event->name[0] == 'X') {
 				changed = true;
 			}
 		}
@@ -393,7 +396,6 @@ static void watch_sockets(void)
 	if (watch_fd < 0)
 		return; /* changes then show within HEALTH_PROBE_FRESH_MS */
 	watch_x_dir();
-	inotify_add_watch(watch_fd, DOCKER_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
 	watch_event = event_new(loop, watch_fd, EV_READ | EV_PERSIST, on_socket_dirs, NULL);
 	event_add(watch_event, NULL);
 }
