@@ -83,7 +83,23 @@ struct helper_exit_watch {
 	struct event *event;
 	helper_exited_fn exited;
 	void *arg;
+	struct helper_exit_watch *next;
 };
+
+/* Watches not fired yet, in one list: one place to find them, and still
+ * reachable (not a leak) should boxd exit before a helper does. */
+static struct helper_exit_watch *pending;
+
+static void watch_free(struct helper_exit_watch *watch)
+{
+	struct helper_exit_watch **link = &pending;
+	while (*link && *link != watch)
+		link = &(*link)->next;
+	if (*link)
+		*link = watch->next;
+	event_free(watch->event);
+	free(watch);
+}
 
 static void on_exit_event(evutil_socket_t fd, short what, void *arg)
 {
@@ -95,8 +111,7 @@ static void on_exit_event(evutil_socket_t fd, short what, void *arg)
 		close(watch->pid_fd);
 	helper_exited_fn exited = watch->exited;
 	void *exited_arg = watch->arg;
-	event_free(watch->event);
-	free(watch);
+	watch_free(watch);
 	if (exited)
 		exited(status, exited_arg);
 }
@@ -117,6 +132,8 @@ struct helper_exit_watch *helper_watch_exit(struct event_base *base, pid_t pid, 
 		watch->event = event_new(base, watch->pid_fd, EV_READ, on_exit_event, watch);
 	}
 	event_add(watch->event, timeout_ms >= 0 ? &limit : NULL);
+	watch->next = pending;
+	pending = watch;
 	return watch;
 }
 
@@ -124,8 +141,7 @@ void helper_watch_cancel(struct helper_exit_watch *watch)
 {
 	if (!watch)
 		return;
-	event_free(watch->event);
 	if (watch->pid_fd >= 0)
 		close(watch->pid_fd);
-	free(watch);
+	watch_free(watch);
 }

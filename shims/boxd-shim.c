@@ -219,6 +219,32 @@ static int next_timeout(const struct shim *shim)
 
 enum { SLOT_SIGNAL, SLOT_OUT, SLOT_ERR, SLOT_STDIN, SLOT_LISTEN, SLOT_GUARD, SLOT_CLIENTS };
 
+/* "SIGNAL GRACE_MS" from boxd (SHIM_MSG_STOP). */
+static void handle_stop(struct shim *shim, const char *payload, size_t length)
+{
+	char text[64];
+	if (length >= sizeof text)
+		return;
+	memcpy(text, payload, length);
+	text[length] = '\0';
+	char name[32];
+	long long grace = 5000;
+	if (sscanf(text, "%31s %lld", name, &grace) < 1)
+		return;
+	int number = signal_number(name);
+	if (number > 0)
+		shim_stop(shim, number, grace < 0 ? 0 : grace);
+}
+
+/* What a client asked of the loop itself (shim-socket.c only parses). */
+static void handle_request(struct shim *shim, const struct shim_request *request)
+{
+	if (request->kind == SHIM_MSG_STOP)
+		handle_stop(shim, request->payload, request->length);
+	else if (request->kind == SHIM_MSG_SECRETS)
+		output_set_secrets(shim, request->payload, request->length);
+}
+
 static void loop(struct shim *shim, int signal_fd)
 {
 	bool childless = false;
@@ -256,9 +282,14 @@ static void loop(struct shim *shim, int signal_fd)
 			write_stdin(shim);
 		if (p[SLOT_LISTEN].revents)
 			socket_accept(shim);
-		for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
-			if (p[SLOT_CLIENTS + i].revents && shim->clients[i].fd >= 0)
-				socket_read(shim, i);
+		for (int i = 0; i < SHIM_MAX_CLIENTS; i++) {
+			struct shim_request request;
+			if (p[SLOT_CLIENTS + i].revents && shim->clients[i].fd >= 0 &&
+			    socket_read(shim, i, &request)) {
+				handle_request(shim, &request);
+				shim_request_free(&request);
+			}
+		}
 		check_timers(shim);
 		if (shim->exited && !shim->recorded && !shim->held_until)
 			record_exit(shim);

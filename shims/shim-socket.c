@@ -75,56 +75,50 @@ static void client_drop(struct shim_client *client)
 	client->fd = -1;
 }
 
-static void handle_stop(struct shim *shim, const char *payload, size_t length)
-{
-	char text[64];
-	if (length >= sizeof text)
-		return;
-	memcpy(text, payload, length);
-	text[length] = '\0';
-	char name[32];
-	long long grace = 5000;
-	if (sscanf(text, "%31s %lld", name, &grace) < 1)
-		return;
-	int number = signal_number(name);
-	if (number > 0)
-		shim_stop(shim, number, grace < 0 ? 0 : grace);
-}
-
-void socket_read(struct shim *shim, int index)
+bool socket_read(struct shim *shim, int index, struct shim_request *request)
 {
 	struct shim_client *client = &shim->clients[index];
 	/* A secrets message may be large: learn its size first. */
 	ssize_t size = recv(client->fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
 	if (size < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+		return false;
 	if (size <= 0 || size > (16 << 20)) {
 		client_drop(client);
-		return;
+		return false;
 	}
 	char *message = xmalloc((size_t)size);
 	ssize_t n = recv(client->fd, message, (size_t)size, 0);
 	if (n <= 0) {
 		free(message);
 		client_drop(client);
-		return;
+		return false;
 	}
+	bool for_the_loop = false;
 	switch (message[0]) {
 	case SHIM_MSG_SUBSCRIBE:
 		client->subscribed = true;
 		shim->held_until = 0;
 		break;
 	case SHIM_MSG_STOP:
-		handle_stop(shim, message + 1, (size_t)n - 1);
-		break;
 	case SHIM_MSG_SECRETS:
-		output_set_secrets(shim, message + 1, (size_t)n - 1);
+		*request = (struct shim_request){message[0], xmalloc((size_t)n), (size_t)n - 1};
+		memcpy(request->payload, message + 1, (size_t)n - 1);
+		request->payload[n - 1] = '\0';
+		for_the_loop = true;
 		break;
 	default:
 		client_drop(client); /* a peer that speaks nonsense is ended */
 	}
 	explicit_bzero(message, (size_t)n);
 	free(message);
+	return for_the_loop;
+}
+
+void shim_request_free(struct shim_request *request)
+{
+	explicit_bzero(request->payload, request->length);
+	free(request->payload);
+	request->payload = NULL;
 }
 
 static bool send_message(struct shim_client *client, char kind, const char *data, size_t length)

@@ -102,8 +102,17 @@ void log_file_close(struct shim_log *log);
 /* shim-socket.c */
 bool socket_listen(struct shim *shim, char *error, size_t error_size);
 void socket_accept(struct shim *shim);
-/* Handles one message from client i; false when it went away. */
-void socket_read(struct shim *shim, int index);
+/* A client's message that the main loop acts on: a stop or new secrets. */
+struct shim_request {
+	char kind;     /* SHIM_MSG_STOP or SHIM_MSG_SECRETS */
+	char *payload; /* NUL-terminated; wiped by shim_request_free */
+	size_t length;
+};
+/* Reads one message from client i and handles a subscription itself; true
+ * with a stop or secrets in `request` for the loop to act on. Drops a
+ * client that went away or speaks nonsense. */
+bool socket_read(struct shim *shim, int index, struct shim_request *request);
+void shim_request_free(struct shim_request *request);
 void socket_broadcast(struct shim *shim, char kind, const char *data, size_t length);
 void socket_send_exit(struct shim *shim);
 

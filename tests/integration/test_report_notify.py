@@ -67,7 +67,10 @@ def test_notify_ready_status_and_watchdog(boxd_factory, tmp_path):
     ready = [m for m in messages if "READY=1" in m]
     assert ready and "STATUS=serving on" in ready[0]
     instance.stop()
-    assert "STOPPING=1" in listener.recv(4096).decode()
+    # Watchdog pings sent meanwhile may come first.
+    after = []
+    wait_for(lambda: after.append(listener.recv(4096).decode()) or
+             any("STOPPING=1" in m for m in after), timeout=10, what="STOPPING=1")
 
 
 def test_no_timers_without_report_or_watchdog(boxd):
