@@ -15,7 +15,10 @@
 #include "probe.h"
 #include "xalloc.h"
 
-#define PROBE_TIMEOUT_MS 500
+/* Measured in a booted box just after boot (and after an Xvfb restart): the
+ * X server took 0.5 to 1.8 s to answer a connection setup while it was busy,
+ * so 500 ms called a working display down. */
+#define PROBE_TIMEOUT_MS 3000
 #define MAX_CONTRIBUTORS 16
 #define MAX_WAITING 64
 #define KEEP_AWAKE_MS (10 * 60 * 1000)
@@ -23,6 +26,7 @@
 
 struct display_state {
 	bool up;
+	bool silent; /* down because it accepted and did not answer in time */
 	int width, height; /* 0: unknown (the server wants authorization) */
 };
 
@@ -37,7 +41,7 @@ static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
 static char boot_id[40];
 
 static struct display_state display;
-static bool docker_up;
+static bool docker_up, docker_silent;
 static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
 static struct waiting waiting[MAX_WAITING];
@@ -257,17 +261,21 @@ static void probe_finished(void)
 	}
 }
 
-static void on_display_probe(void *arg, bool answered, const unsigned char *answer, size_t length)
+static void on_display_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
+			     size_t length)
 {
 	display.up = answered;
+	display.silent = timed_out;
 	display.width = display.height = 0;
 	if (answered)
 		x_parse_setup(answer, length, &display);
 	probe_finished();
 }
 
-static void on_docker_probe(void *arg, bool answered, const unsigned char *answer, size_t length)
+static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
+			    size_t length)
 {
+	docker_silent = timed_out;
 	docker_up = answered && length >= 12 && memcmp(answer, "HTTP/1.", 7) == 0 &&
 		    memcmp(answer + 8, " 200", 4) == 0;
 	probe_finished();
@@ -284,7 +292,7 @@ static void start_probes(void)
 				       PROBE_TIMEOUT_MS};
 		probe_run(&x, on_display_probe, NULL);
 	} else {
-		display.up = false;
+		display.up = display.silent = false;
 		probes_running--;
 	}
 	struct probe_spec docker = {"/var/run/docker.sock", docker_ping, sizeof docker_ping - 1,
@@ -299,9 +307,17 @@ void health_collect(health_done_fn done, void *arg)
 {
 	bool never = probed_at_ms < 0;
 	bool stale = never || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
-	if (stale && probes_running == 0)
+	/* "Down" is never served from memory: a probe that ran while Xvfb was
+	 * starting (just after boot, or a restart) said down, and serving that
+	 * result (fresh, then once more while stale) said "display down" to
+	 * later calls while :99 answered. A missing socket is refused at once, so
+	 * probing again costs a connect. A server that accepted and stayed
+	 * silent is served from memory like an answer: waiting on it again
+	 * would make every caller wait PROBE_TIMEOUT_MS. */
+	bool down = !never && ((!display.up && !display.silent) || (!docker_up && !docker_silent));
+	if ((stale || down) && probes_running == 0)
 		start_probes();
-	if (!never || waiting_count == MAX_WAITING) {
+	if ((!never && !down) || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);
 		return;
 	}

@@ -3,7 +3,12 @@
  * The display and Docker are probed without blocking the loop. A probe
  * result is served for HEALTH_PROBE_FRESH_MS; after that the next caller
  * gets it once more while a new probe runs behind it, so a caller polling
- * health never waits on the X server and sees a change one call later. */
+ * health never waits on an X server that answers and sees a change one call
+ * later. A result saying the display or Docker is down (socket missing,
+ * refused or closed) is not kept: the next call probes again and waits for
+ * it, so a display that has come up is never reported down. A server that
+ * accepts but does not answer within the probe's 3 s is down, served like
+ * any other result. */
 #ifndef BOXD_HEALTH_H
 #define BOXD_HEALTH_H
 

@@ -36,13 +36,13 @@ static void forget(struct probe *probe)
 	}
 }
 
-static void probe_finish(struct probe *probe, bool answered)
+static void probe_finish(struct probe *probe, bool answered, bool timed_out)
 {
 	forget(probe);
 	struct evbuffer *input = bufferevent_get_input(probe->bev);
 	size_t length = evbuffer_get_length(input);
 	const unsigned char *data = length ? evbuffer_pullup(input, -1) : NULL;
-	probe->done(probe->arg, answered, data, length);
+	probe->done(probe->arg, answered, timed_out, data, length);
 	bufferevent_free(probe->bev);
 	free(probe);
 }
@@ -54,7 +54,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 	size_t length = evbuffer_get_length(input);
 	size_t wanted = probe->answer_length(evbuffer_pullup(input, -1), length);
 	if ((wanted && length >= wanted) || length > PROBE_MAX_ANSWER)
-		probe_finish(probe, wanted && length >= wanted);
+		probe_finish(probe, wanted && length >= wanted, false);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
@@ -66,7 +66,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t length = evbuffer_get_length(input);
 	size_t wanted = length ? probe->answer_length(evbuffer_pullup(input, -1), length) : 0;
-	probe_finish(probe, wanted && length >= wanted);
+	probe_finish(probe, wanted && length >= wanted, (what & BEV_EVENT_TIMEOUT) != 0);
 }
 
 static socklen_t fill_address(struct sockaddr_un *address, const char *path)
@@ -99,8 +99,12 @@ void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg)
 	struct sockaddr_un address;
 	socklen_t length = fill_address(&address, spec->path);
 	/* Callbacks are deferred, so even a connect that fails at once reports
-	 * through on_event from the loop, never from inside this call. */
-	bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length);
+	 * through on_event from the loop, never from inside this call. libevent
+	 * 2.1 reports ECONNREFUSED that way but a missing socket (ENOENT) by
+	 * the return value alone: without the trigger such a probe ended only
+	 * at its timeout, as if a server were there and silent. */
+	if (bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length) < 0)
+		bufferevent_trigger_event(probe->bev, BEV_EVENT_ERROR, BEV_TRIG_DEFER_CALLBACKS);
 }
 
 void probe_cancel_all(void)

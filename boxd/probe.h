@@ -18,8 +18,10 @@ struct probe_spec {
 };
 
 /* `done` runs once on the loop: `answered` false when the socket was absent,
- * refused, closed early or timed out. `answer` is valid during the call. */
-typedef void (*probe_done_fn)(void *arg, bool answered, const unsigned char *answer, size_t length);
+ * refused, closed early or timed out (`timed_out` true: a server that is
+ * there but silent). `answer` is valid during the call. */
+typedef void (*probe_done_fn)(void *arg, bool answered, bool timed_out, const unsigned char *answer,
+			      size_t length);
 
 void probe_run(const struct probe_spec *spec, probe_done_fn done, void *arg);
 /* Ends every probe in flight without calling its `done` (at shutdown). */

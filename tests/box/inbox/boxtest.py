@@ -104,6 +104,14 @@ def boxd_pids():
     return main, helpers
 
 
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+
+
 def png_pixels(data):
     """Decodes an 8-bit RGB or RGBA PNG: returns (width, height, rows of RGB tuples)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"

@@ -1,7 +1,7 @@
 """boxd under systemd: Type=notify, READY, STATUS, the watchdog; start-up figures."""
 import time
 
-from boxtest import boxd_pids, emit, figure, health, unit
+from boxtest import boxd_pids, figure, health, rss_kib, unit
 
 PROPS = ("Type", "ActiveState", "SubState", "MainPID", "NRestarts", "StatusText", "WatchdogUSec",
          "ActiveEnterTimestampMonotonic", "ExecMainStartTimestampMonotonic")
@@ -19,6 +19,10 @@ def check_boxd_ready_under_systemd():
     started = int(u["ExecMainStartTimestampMonotonic"])
     assert 0 < started < ready, u
     figure("boot-to-boxd-ready-s", f"{ready / 1e6:.1f}")
+    # boxd is ordered after these (After=): they set when it can start.
+    for other in ("boxd-xvfb.service", "docker.service"):
+        at = int(unit(other, "ActiveEnterTimestampMonotonic")["ActiveEnterTimestampMonotonic"])
+        figure(f"boot-to-{other.split('.')[0]}-active-s", f"{at / 1e6:.1f}")
     figure("boxd-exec-to-ready-ms", f"{(ready - started) / 1e3:.0f}")
     h = health()
     assert h["ok"] is True, h
@@ -41,17 +45,14 @@ def check_idle_rss():
     main, helpers = boxd_pids()
     total, parts = 0, []
     for pid, comm in sorted(helpers.items()):
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-        except (OSError, StopIteration):
+        rss = rss_kib(pid)
+        if rss is None:
             continue
         total += rss
-        parts.append(f"{comm}{'(main)' if pid == main else ''}={rss // 1024}MiB")
+        parts.append(f"{comm}{'(main)' if pid == main else ''}={rss}KiB")
         if pid == main:
             main_rss = rss
-    figure("idle-rss", " ".join(parts) + f" total={total // 1024}MiB")
-    emit(f"idle-rss {parts}")
+    figure("idle-rss", " ".join(parts) + f" total={total}KiB")
     # boxd idles in a few MiB; 64 MiB would mean something is held that should not be.
     assert main_rss < 64 * 1024, f"boxd holds {main_rss} KiB idle"
     return " ".join(parts)

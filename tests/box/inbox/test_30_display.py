@@ -6,7 +6,8 @@ import socket
 import subprocess
 import time
 
-from boxtest import api, emit, health, png_pixels, request, sh, unit, wait_until
+from boxtest import (api, boxd_pids, emit, figure, health, png_pixels, request, rss_kib, sh,
+                     unit, wait_until)
 
 X_SOCKET = "/tmp/.X11-unix/X99"
 PAGE = """<!doctype html><html><body style="margin:0;background:#fff">
@@ -20,6 +21,8 @@ document.getElementById('field').addEventListener('input', function (e) {
 """
 CHROMIUM = ("chromium --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
             "--disable-dev-shm-usage --disable-features=Translate --password-store=basic "
+            # One process less to start in a slow box: the network service in the browser.
+            "--enable-features=NetworkServiceInProcess2 "
             "--user-data-dir=/tmp/boxtest-chromium --kiosk --window-position=0,0 "
             "--window-size=1280,800 http://127.0.0.1:8765/")
 
@@ -54,17 +57,20 @@ def check_health_display_up_whenever_x_answers():
     """Restarts Xvfb and asks health over and over: once the X server answers
     a connection, health must not call the display down."""
     subprocess.run(["systemctl", "--no-block", "restart", "boxd-xvfb.service"], check=True)
-    deadline, calls, answered = time.monotonic() + 10, 0, 0
-    while time.monotonic() < deadline:
+    # Xvfb takes seconds to start in a busy box; watch until 8 s after it first answers.
+    start, first, calls, answered = time.monotonic(), None, 0, 0
+    while time.monotonic() < (first + 8 if first else start + 90):
         before = x_answers()
         up = health()["display"]["up"]
         calls += 1
         if before:
+            first = first or time.monotonic()
             answered += 1
             assert up, f"health said display down while :99 answered (call {calls})"
         time.sleep(0.1)
-    assert answered > 5, f"the X server answered only {answered} of {calls} times after its restart"
-    return f"{calls} health calls, {answered} while :99 answered, never down then"
+    assert answered > 3, f"the X server answered only {answered} of {calls} times after its restart"
+    return (f"{calls} health calls, {answered} while :99 answered (from {first - start:.0f} s "
+            "after the restart), never down then")
 
 
 def shot(x, y, w, h):
@@ -106,11 +112,20 @@ def check_chromium_page_shot_input():
                "print(u.urlopen(\"http://127.0.0.1:8765/\").read())'").stdout.encode(), 30)
     start = time.monotonic()
     browser = api("POST", "/v1/exec", {"cmd": CHROMIUM, "background": True})
+    reloaded = False
     try:
-        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 120, 1)
+        wait_until("the page's red block on screen", lambda: colour_of(200, 150) == "red", 90, 1)
     except AssertionError:
-        keep_evidence(browser)
-        raise
+        # Seen in a loaded box: the window maps, the first navigation stalls
+        # (Chromium logs its network service restarting) and it stays blank.
+        # A person would press F5; that goes through boxd's input too.
+        reloaded = True
+        api("POST", "/v1/screen/input", {"actions": [{"type": "key", "keys": "F5"}]})
+        try:
+            wait_until("the page's red block after a reload", lambda: colour_of(200, 150) == "red", 60, 1)
+        except AssertionError:
+            keep_evidence(browser)
+            raise
     shown = time.monotonic() - start
     assert colour_of(700, 150) == "white", "the page's background is not where expected"
     # Typing without focus changes nothing; a click in the field, then text, does.
@@ -119,7 +134,8 @@ def check_chromium_page_shot_input():
         {"type": "wait", "ms": 300}, {"type": "type", "text": "boxd"}]})
     assert done == {"done": 4}, done
     wait_until("the block turned blue after the click and text", lambda: colour_of(200, 150) == "blue", 30, 1)
-    return f"page shown {shown:.0f} s after Chromium's start; click + text turned the block blue"
+    return (f"page shown {shown:.0f} s after Chromium's start{' (after F5)' if reloaded else ''}; "
+            "click + text turned the block blue")
 
 
 def check_recording_plays():
@@ -140,4 +156,6 @@ def check_recording_plays():
     decode = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "null", "-"],
                             capture_output=True, text=True, timeout=120)
     assert decode.returncode == 0 and not decode.stderr.strip(), decode.stderr[-500:]
+    _, helpers = boxd_pids()
+    figure("rss-after-screen-use", " ".join(f"{c}={rss_kib(p)}KiB" for p, c in sorted(helpers.items())))
     return f"{duration:.1f} s h264 1280x800, {stopped['frames']} frames, decodes cleanly"

@@ -31,13 +31,14 @@ def check_work_full_then_freed():
 
 
 def while_full(bg, before):
-    assert free_bytes() < 1 << 20, f"/work still has {free_bytes()} bytes free"
+    # ext4 keeps a few clusters back even from root (f_bfree counts them);
+    # what matters is that writes fail.
     try:
         with open("/work/boxtest-probe", "w") as f:
             f.write("x" * 65536)
             f.flush()
             os.fsync(f.fileno())
-        raise AssertionError("a write to /work succeeded: the disk is not full")
+        raise AssertionError(f"a write to /work succeeded: the disk is not full ({free_bytes()} free)")
     except OSError as error:
         assert error.errno == 28, error  # ENOSPC
 
