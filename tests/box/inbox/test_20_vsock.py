@@ -14,10 +14,14 @@ from boxtest import api, emit, figure, health, request, unit, wait_until
 VSOCK = (1, 1024)  # VMADDR_CID_LOCAL: the loopback transport
 
 
+def boxd_now():
+    return unit("boxd.service", "MainPID", "NRestarts", "ActiveState")
+
+
 def same_boxd(before):
-    u = unit("boxd.service", "MainPID", "NRestarts", "ActiveState")
-    assert u["MainPID"] == before and u["NRestarts"] == "0" and u["ActiveState"] == "active", \
-        f"boxd changed: {u}, MainPID was {before}"
+    """Same process, no restart since `before` (other areas may crash boxd on purpose first)."""
+    now = boxd_now()
+    assert now == before and now["ActiveState"] == "active", f"boxd changed: {before} -> {now}"
 
 
 def check_loopback_transport():
@@ -26,7 +30,7 @@ def check_loopback_transport():
 
 
 def check_health_and_exec_over_vsock():
-    main = unit("boxd.service", "MainPID")["MainPID"]
+    main = boxd_now()
     start = time.monotonic()
     h = health(address=VSOCK, timeout=10)
     assert h["ok"] is True, h
@@ -38,7 +42,7 @@ def check_health_and_exec_over_vsock():
 
 
 def check_1000_connections():
-    main = unit("boxd.service", "MainPID")["MainPID"]
+    main = boxd_now()
     start = time.monotonic()
     for i in range(1000):
         status, _, body = request("GET", "/v1/health", address=VSOCK, timeout=10)
@@ -46,7 +50,8 @@ def check_1000_connections():
     took = time.monotonic() - start
     figure("vsock-1000-health-s", f"{took:.1f}")
     same_boxd(main)
-    return f"1000 connections in {took:.1f} s, same MainPID {main}, NRestarts=0"
+    return (f"1000 connections in {took:.1f} s, same MainPID {main['MainPID']}, "
+            f"NRestarts still {main['NRestarts']}")
 
 
 def start_boxd(name, *flags):
