@@ -30,7 +30,17 @@ void exec_job_exit_notice(struct exec_job *job, const char *record, size_t lengt
 /* Kills the tree of a job whose shim is gone and records its end. */
 void exec_job_lost(struct exec_job *job);
 
-/* exec-adopt.c: finds the shims in `dir` (RUN_DIR/procs) at start. */
+/* The job's end is known (job->exit holds it): records it and tells its
+ * watchers (no step or watcher for a job adopted at start). */
+void exec_job_finish(struct exec_job *job);
+
+/* exec-adopt.c: finds the shims in `dir` (RUN_DIR/procs) at start, then the
+ * background commands recorded in the work dir from before a reboot. */
 void exec_adopt(const char *dir);
+/* Background commands recorded in WORK/.sbx/procs (see exec-adopt.c). */
+void exec_disk_init(const char *work_dir);
+void exec_disk_keep_start(const struct exec_job *job);
+void exec_disk_keep_end(const struct exec_job *job);
+void exec_disk_forget(const char *id);
 
 #endif

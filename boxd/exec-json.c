@@ -33,7 +33,10 @@ static void add_capture(cJSON *object, struct exec_job *job, const char *name)
 static void add_exit_fields(cJSON *o, struct exec_job *job)
 {
 	const struct exit_record *e = &job->exit;
-	cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
+	if (e->exit_code < 0) /* lost with a restart of the box: no status */
+		cJSON_AddNullToObject(o, "exitCode");
+	else
+		cJSON_AddNumberToObject(o, "exitCode", e->exit_code);
 	const char *sig = signal_name(e->signal);
 	if (sig)
 		cJSON_AddStringToObject(o, "signal", sig);

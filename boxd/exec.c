@@ -144,6 +144,7 @@ void exec_forget(struct exec_job *job)
 	if (jobs_tail == job)
 		jobs_tail = previous;
 	exec_remove_state_dir(job->id);
+	exec_disk_forget(job->id);
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
 	cgroup_job_remove(&tree);
 	job_free(job);
@@ -260,9 +261,9 @@ char *exec_summary(const char *command)
 	return line;
 }
 
-/* The job's end is known (job->exit holds it): tell whoever waits. */
-static void job_finish(struct exec_job *job)
+void exec_job_finish(struct exec_job *job)
 {
+	exec_disk_keep_end(job);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
 	job->kept_bytes = captured_bytes(job->id);
@@ -307,7 +308,7 @@ void exec_job_exit_notice(struct exec_job *job, const char *record, size_t lengt
 		     (length && exit_record_parse(&job->exit, record, length));
 	free(path);
 	if (known)
-		job_finish(job);
+		exec_job_finish(job);
 	else
 		exec_job_lost(job);
 }
@@ -344,7 +345,7 @@ void exec_job_lost(struct exec_job *job)
 	free(path);
 	log_msg(LOG_LEVEL_WARNING, "the shim of %s ended without recording an exit%s", job->id,
 		run_dir_full ? " (the run dir is full)" : "");
-	job_finish(job);
+	exec_job_finish(job);
 }
 
 /* ---- the monitor connection ---- */
@@ -572,6 +573,8 @@ static void start_answered(struct exec_start *start)
 	char *meta = exec_state_path(start->id, "meta");
 	bool ok = shim_meta_read(&job->meta, meta);
 	free(meta);
+	if (ok)
+		exec_disk_keep_start(job);
 	if (ok && job->meta.background) {
 		/* Before its end can be recorded: a quick command is already over. */
 		char *what = exec_summary(job->meta.cmd);
@@ -760,6 +763,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	prepare_cgroups();
 	/* Before any command runs, and once boxd sits in its own cgroup. */
 	protect_init(config->run_dir);
+	exec_disk_init(config->work_dir);
 	exec_adopt(procs);
 	free(procs);
 	exec_spawn_init(shim_program, shim_cgroup);

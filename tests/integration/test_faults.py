@@ -1,5 +1,6 @@
 """Faults and careless input: what used to break boxd quietly."""
 import json
+import os
 
 
 def test_nul_in_cmd_is_refused(boxd):
@@ -345,3 +346,44 @@ def test_a_display_that_comes_or_goes_shows_in_the_next_answer(boxd_factory, xvf
     assert box.call("GET", "/v1/health")[1]["display"]["up"] is True
     xvfb.kill()
     assert box.call("GET", "/v1/health")[1]["display"]["up"] is False
+
+
+def test_background_commands_outlive_a_reboot_in_the_list(boxd):
+    """A reboot or power cut empties the run dir (RAM in a box) and ends
+    every process; the work dir stays. Background commands from before are
+    listed after it: the ended one with its exit, the running one as lost
+    (not running, not silently gone). Simulated: every process of the old
+    boxd killed, the run dir emptied."""
+    import shutil
+    import signal as signals
+    from exec_helpers import shim_states, wait_exited
+    status, ended = boxd.call("POST", "/v1/exec", {"cmd": "echo done; exit 3", "background": True})
+    wait_exited(boxd, ended["bgId"])
+    status, running = boxd.call("POST", "/v1/exec", {"cmd": "echo working; sleep 300", "background": True})
+    assert status == 200
+    from conftest import wait_for
+    wait_for(lambda: [s for s in shim_states(boxd) if s["id"] == running["bgId"]], what="its shim")
+    shims = [int(s["shimPid"]) for s in shim_states(boxd)]
+    boxd.kill()
+    boxd.log_file.close()
+    for pid in shims + [int(running["pid"])]:
+        try:
+            os.kill(pid, signals.SIGKILL)
+        except ProcessLookupError:
+            pass
+    import time
+    time.sleep(0.3)
+    shutil.rmtree(boxd.run_dir)
+    boxd.start()
+    procs = {p["bgId"]: p for p in boxd.call("GET", "/v1/procs")[1]["procs"]}
+    assert procs[ended["bgId"]]["state"] == "exited" and procs[ended["bgId"]]["exitCode"] == 3
+    lost = procs[running["bgId"]]
+    assert lost["state"] == "exited" and lost["exitCode"] is None, lost
+    assert lost["message"].startswith("lost: the box restarted"), lost
+    assert open(lost["logPath"]).read() == "working\n"
+    # Forgetting it forgets it for good.
+    assert boxd.call("DELETE", f"/v1/procs/{running['bgId']}")[0] == 200
+    boxd.kill()
+    boxd.log_file.close()
+    boxd.start()
+    assert running["bgId"] not in [p["bgId"] for p in boxd.call("GET", "/v1/procs")[1]["procs"]]
