@@ -78,7 +78,11 @@ def reboot_check_job_reported_lost():
     procs = api("GET", "/v1/procs")["procs"]
     mine = [p for p in procs if p["bgId"] == bg]
     emit(f"procs after the power cut: {json.dumps(procs)[:600]}")
-    assert mine, f"job {bg} is silently gone from /v1/procs"
+    if not mine:
+        status, _, body = boxtest.request("GET", f"/v1/procs/{bg}")
+        logs = [f for f in os.listdir("/work/.sbx/logs") if f.startswith(bg)]
+        raise AssertionError(f"job {bg} is silently gone: /v1/procs lists {len(procs)} procs, "
+                             f"GET /v1/procs/{bg} answers {status} {body[:120]!r}, its log {logs} is kept")
     p = mine[0]
     assert p["state"] != "running", f"job {bg} still reported running after the power cut: {p}"
     return f"state {p['state']}, exitCode {p.get('exitCode')}, signal {p.get('signal')}"
