@@ -207,6 +207,7 @@ struct exec_call {
 	struct exec_stream *stream;
 	struct event *alive;
 	int64_t started_monotonic;
+	int64_t alive_armed_ms; /* when the alive timer was last (re)armed */
 	char carry[2][4];   /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
@@ -265,6 +266,14 @@ static void throttle(struct exec_call *call)
 	}
 }
 
+/* (Re)starts the wait for an alive event: EXEC_ALIVE_SEC of silence. */
+static void arm_alive(struct exec_call *call)
+{
+	call->alive_armed_ms = clock_monotonic_ms();
+	struct timeval period = {EXEC_ALIVE_SEC, 0};
+	event_add(call->alive, &period);
+}
+
 static void stream_output(void *arg, bool is_stderr, const char *data, size_t length)
 {
 	struct exec_call *call = arg;
@@ -280,8 +289,7 @@ static void stream_output(void *arg, bool is_stderr, const char *data, size_t le
 	if (whole)
 		emit_output(call, which, joined, whole);
 	free(joined);
-	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
-	event_add(call->alive, &twenty);
+	arm_alive(call);
 	throttle(call);
 }
 
@@ -322,13 +330,21 @@ static void on_stream_drained(struct api_request *req)
 static void on_alive(evutil_socket_t fd, short what, void *arg)
 {
 	struct exec_call *call = arg;
+	/* libevent times on a coarse clock that can run a few ms behind ours:
+	 * an alive event comes after a full EXEC_ALIVE_SEC of silence, never
+	 * before, so wait out the difference. */
+	int64_t left = call->alive_armed_ms + EXEC_ALIVE_SEC * 1000 - clock_monotonic_ms();
+	if (left > 0) {
+		struct timeval rest = {0, (suseconds_t)left * 1000};
+		event_add(call->alive, &rest);
+		return;
+	}
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "type", "alive");
 	cJSON_AddNumberToObject(event, "elapsedMs",
 				(double)(clock_monotonic_ms() - call->started_monotonic));
 	stream_event(call, event);
-	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
-	event_add(call->alive, &twenty);
+	arm_alive(call);
 }
 
 static void on_stream_gone(struct api_request *req)
@@ -348,8 +364,7 @@ static void stream_begin(struct exec_call *call)
 	stream_event(call, event);
 	call->started_monotonic = clock_monotonic_ms();
 	call->alive = evtimer_new(api_base(call->req), on_alive, call);
-	struct timeval twenty = {EXEC_ALIVE_SEC, 0};
-	event_add(call->alive, &twenty);
+	arm_alive(call);
 	static const struct exec_stream_callbacks callbacks = {
 		.output = stream_output, .lost = stream_lost, .ended = stream_finish,
 	};
