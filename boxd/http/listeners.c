@@ -69,11 +69,19 @@ static bool clear_stale_socket(const struct sockaddr_un *address, char *error, s
 			 address->sun_path);
 		return false;
 	}
-	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-		return true;
-	int answered = connect(probe, (const struct sockaddr *)address, sizeof *address) == 0;
-	close(probe);
+	/* A live boxd accepts every time; a socket a dead boxd left can still
+	 * accept for a moment, held by a child caught between its fork and its
+	 * exec when boxd was killed. So it must accept for half a second. */
+	bool answered = true;
+	for (int attempt = 0; attempt < 5 && answered; attempt++) {
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe < 0)
+			return true;
+		answered = connect(probe, (const struct sockaddr *)address, sizeof *address) == 0;
+		close(probe);
+		if (answered && attempt < 4)
+			usleep(100000);
+	}
 	if (answered)
 		return text_fail(error, error_size, "another boxd is already serving on %s", address->sun_path);
 	unlink(address->sun_path);
