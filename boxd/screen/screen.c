@@ -12,6 +12,7 @@
 
 #include <X11/Xutil.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xdamage.h>
 #include <X11/extensions/Xfixes.h>
 
 #include "log.h"
@@ -27,6 +28,11 @@ struct screen {
 	atomic_int width, height;
 	bool has_shm;
 	bool has_xfixes;
+	/* DAMAGE on the root window: every report bumps `generation` (see
+	 * screen_damage_generation). 0 when the server has no DAMAGE. */
+	Damage damage;
+	int damage_event;
+	atomic_uint_least64_t generation;
 };
 
 struct screen_grabber {
@@ -95,6 +101,17 @@ static bool screen_pick_layout(struct screen *screen, char *error, size_t error_
 	return ok;
 }
 
+/* One report when the damaged region of the root window goes from empty to
+ * non-empty: cheaper than a report per drawing, and enough to know that
+ * something changed (see screen_on_damage). */
+static void screen_watch_damage(struct screen *screen)
+{
+	int error_base;
+	if (!XDamageQueryExtension(screen->display, &screen->damage_event, &error_base))
+		return;
+	screen->damage = XDamageCreate(screen->display, screen->root, XDamageReportNonEmpty);
+}
+
 struct screen *screen_open(const char *display_name, char *error, size_t error_size)
 {
 	static bool initialised;
@@ -127,6 +144,7 @@ struct screen *screen_open(const char *display_name, char *error, size_t error_s
 	screen->has_xfixes = XFixesQueryExtension(display, &event_base, &error_base);
 	/* Follow size changes of the root window (RandR on Xvfb). */
 	XSelectInput(display, screen->root, StructureNotifyMask);
+	screen_watch_damage(screen);
 	XSync(display, False);
 	return screen;
 }
@@ -135,6 +153,8 @@ void screen_close(struct screen *screen)
 {
 	if (!screen)
 		return;
+	if (screen->damage)
+		XDamageDestroy(screen->display, screen->damage);
 	XCloseDisplay(screen->display);
 	free(screen);
 }
@@ -154,12 +174,41 @@ int screen_height(struct screen *screen)
 	return atomic_load(&screen->height);
 }
 
+bool screen_has_damage(const struct screen *screen)
+{
+	return screen->damage != 0;
+}
+
+uint64_t screen_damage_generation(struct screen *screen)
+{
+	if (!screen->damage)
+		return atomic_fetch_add(&screen->generation, 1) + 1;
+	/* A round trip: every report of a drawing the server did before this
+	 * call is then in Xlib's queue, and handled here, in whichever thread
+	 * asks (Xlib locks the connection; the counter is atomic). */
+	XSync(screen->display, False);
+	screen_handle_events(screen);
+	return atomic_load(&screen->generation);
+}
+
+/* Empties the damaged region so that the next drawing reports again, then
+ * moves the generation on. The subtract is queued on this connection before
+ * anyone can read the new generation, so a grab made after reading it is
+ * processed after the subtract: whatever it misses reports anew. */
+static void screen_on_damage(struct screen *screen)
+{
+	XDamageSubtract(screen->display, screen->damage, None, None);
+	atomic_fetch_add(&screen->generation, 1);
+}
+
 void screen_handle_events(struct screen *screen)
 {
 	while (XPending(screen->display) > 0) {
 		XEvent event;
 		XNextEvent(screen->display, &event);
-		if (event.type == ConfigureNotify && event.xconfigure.window == screen->root) {
+		if (screen->damage && event.type == screen->damage_event + XDamageNotify) {
+			screen_on_damage(screen);
+		} else if (event.type == ConfigureNotify && event.xconfigure.window == screen->root) {
 			atomic_store(&screen->width, event.xconfigure.width);
 			atomic_store(&screen->height, event.xconfigure.height);
 		} else if (event.type == MappingNotify) {

@@ -45,6 +45,15 @@ int screen_height(struct screen *screen);
  * Call when the connection's fd is readable. */
 void screen_handle_events(struct screen *screen);
 
+/* What changed on the screen, from the DAMAGE extension. The generation moves
+ * on whenever anything is drawn. A caller reads it BEFORE it grabs, and later
+ * reads it again: the same number means the grab still shows the screen
+ * (the pointer's sprite excepted: it is not drawing). Without DAMAGE every
+ * read gives a new number, so callers always grab. Any thread may ask; each
+ * read costs one round trip to the server. */
+uint64_t screen_damage_generation(struct screen *screen);
+bool screen_has_damage(const struct screen *screen);
+
 /* A grabber holds its own shared-memory image (XShm when the server offers
  * it, else plain XGetImage). One per thread that grabs. */
 struct screen_grabber *screen_grabber_new(struct screen *screen);
