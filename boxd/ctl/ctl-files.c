@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "io.h"
 #include "xalloc.h"
 
 struct get_sink {
@@ -30,16 +31,9 @@ static bool on_get_data(void *arg, const char *data, size_t length)
 		sink->error[sink->error_length] = '\0';
 		return true;
 	}
-	while (length > 0) {
-		ssize_t wrote = write(sink->fd, data, length);
-		if (wrote < 0) {
-			if (errno == EINTR)
-				continue;
-			sink->write_failed = true;
-			return false;
-		}
-		data += wrote;
-		length -= (size_t)wrote;
+	if (!io_write_all(sink->fd, data, length)) {
+		sink->write_failed = true;
+		return false;
 	}
 	return true;
 }
