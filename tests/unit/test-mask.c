@@ -10,10 +10,7 @@
 #include "mask.h"
 #include "xalloc.h"
 
-static int failures;
-#define CHECK(cond, ...) do { if (!(cond)) { failures++; \
-	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#include "check.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(uint32_t n)
@@ -42,7 +39,7 @@ static void buf_put(struct buf *b, const char *data, size_t len)
 
 static void buf_output(void *ctx, const char *data, size_t len)
 {
-	CHECK(len > 0, "output of 0 bytes");
+	CHECKF(len > 0, "output of 0 bytes");
 	buf_put(ctx, data, len);
 }
 
@@ -141,18 +138,18 @@ static void check_stream(struct mask_set *set, const char *text, size_t n, int m
 			chunk = n - at;
 		mask_stream_feed(stream, text + at, chunk);
 		at += chunk;
-		CHECK(got.len <= want.len && memcmp(got.data, want.data, got.len) == 0,
+		CHECKF(got.len <= want.len && memcmp(got.data, want.data, got.len) == 0,
 		      "output not final after %zu bytes", at);
 		size_t held = mask_stream_pending(stream);
-		CHECK(held == 0 || is_proper_prefix_of_form(set, text + at - held, held),
+		CHECKF(held == 0 || is_proper_prefix_of_form(set, text + at - held, held),
 		      "holds %zu bytes that cannot start a form", held);
 	}
 	mask_stream_flush(stream);
-	CHECK(got.len == want.len && memcmp(got.data, want.data, got.len) == 0,
+	CHECKF(got.len == want.len && memcmp(got.data, want.data, got.len) == 0,
 	      "stream (mode %d) differs from reference:\n  got  %s\n  want %s", mode, got.data, want.data);
 	size_t once_len;
 	char *once = mask_bytes(set, text, n, &once_len);
-	CHECK(once_len == want.len && memcmp(once, want.data, once_len) == 0,
+	CHECKF(once_len == want.len && memcmp(once, want.data, once_len) == 0,
 	      "mask_bytes differs from reference:\n  got  %s\n  want %s", once, want.data);
 	free(once);
 	mask_stream_free(stream);
@@ -227,7 +224,7 @@ static char *masked(const char *value, const char *text)
 static void expect(const char *value, const char *text, const char *want)
 {
 	char *got = masked(value, text);
-	CHECK(strcmp(got, want) == 0, "value %s in %s: got %s, want %s", value, text, got, want);
+	CHECKF(strcmp(got, want) == 0, "value %s in %s: got %s, want %s", value, text, got, want);
 	free(got);
 }
 
@@ -259,14 +256,14 @@ static void check_base64(const char *secret, const char *prefix, const char *suf
 	char text[600];
 	snprintf(text, sizeof text, "Authorization: Basic %s\n", enc);
 	char *got = masked(secret, text);
-	CHECK(strstr(got, "****") != NULL, "base64 of %s%s%s not masked: %s", prefix, secret, suffix, got);
+	CHECKF(strstr(got, "****") != NULL, "base64 of %s%s%s not masked: %s", prefix, secret, suffix, got);
 	/* Characters 1 past the prefix's group up to 1 before the end are all S. */
 	size_t from = (strlen(prefix) * 8 + 5) / 6 + 1, to = ((strlen(prefix) + strlen(secret)) * 8) / 6 - 1;
 	for (size_t k = from; k + 8 <= to; k++) {
 		char piece[9];
 		memcpy(piece, enc + k, 8);
 		piece[8] = 0;
-		CHECK(strstr(got, piece) == NULL, "base64 piece %s of %s survives in %s", piece, secret, got);
+		CHECKF(strstr(got, piece) == NULL, "base64 piece %s of %s survives in %s", piece, secret, got);
 	}
 	free(got);
 }
@@ -296,7 +293,7 @@ static void check_base64_wrapped(const char *secret, const char *prefix, int wid
 		char piece[9];
 		memcpy(piece, enc + k, 8);
 		piece[8] = 0;
-		CHECK(strstr(joined, piece) == NULL, "wrapped (%d) base64 piece %s survives in %s", width, piece, got);
+		CHECKF(strstr(joined, piece) == NULL, "wrapped (%d) base64 piece %s survives in %s", width, piece, got);
 	}
 	free(got);
 }
@@ -332,7 +329,7 @@ static void expect_exact(struct mask_set *set, const char *text, size_t n, size_
 	buf_put(&want, text + end, n - end);
 	size_t got_len;
 	char *got = mask_bytes(set, text, n, &got_len);
-	CHECK(got_len == want.len && memcmp(got, want.data, got_len) == 0,
+	CHECKF(got_len == want.len && memcmp(got, want.data, got_len) == 0,
 	      "%s: value of %zu bytes at offset %zu: got\n%.*s\nwant\n%s", what, len, offset,
 	      (int)got_len, got, want.data);
 	free(got);
@@ -606,7 +603,7 @@ static void named_cases(void)
 	const char *nested[] = { "abcdefgh", "xxabcdefghyy", "ghyyzzzzzz" };
 	struct mask_set *set = mask_set_new(nested, NULL, 3);
 	char *out = mask_text(set, "1 xxabcdefghyy 2 abcdefgh 3 xxabcdefghyyzzzzzz 4");
-	CHECK(strcmp(out, "1 **** 2 **** 3 **** 4") == 0, "nested: %s", out);
+	CHECKF(strcmp(out, "1 **** 2 **** 3 **** 4") == 0, "nested: %s", out);
 	free(out);
 	mask_set_unref(set);
 	/* Encodings. */
@@ -657,7 +654,7 @@ static void named_cases(void)
 		char line[100];
 		snprintf(line, sizeof line, "id %s end", many[i]);
 		out = mask_text(set, line);
-		CHECK(strcmp(out, "id **** end") == 0, "many: %s", out);
+		CHECKF(strcmp(out, "id **** end") == 0, "many: %s", out);
 		free(out);
 	}
 	mask_set_unref(set);
@@ -674,13 +671,13 @@ static void stream_cases(void)
 	struct mask_stream *stream = mask_stream_new(set, buf_output, &got);
 	/* A line that cannot start a value comes out at once. */
 	mask_stream_feed(stream, "hello world\n", 12);
-	CHECK(mask_stream_pending(stream) == 0 && got.len == 12, "plain line held back");
+	CHECKF(mask_stream_pending(stream) == 0 && got.len == 12, "plain line held back");
 	/* Byte by byte across the value, ending without a newline. */
 	const char *text = "key: sk-live-0123456789";
 	for (size_t i = 0; i < strlen(text); i++)
 		mask_stream_feed(stream, text + i, 1);
 	mask_stream_flush(stream);
-	CHECK(strcmp(got.data, "hello world\nkey: ****") == 0, "byte by byte: %s", got.data);
+	CHECKF(strcmp(got.data, "hello world\nkey: ****") == 0, "byte by byte: %s", got.data);
 	/* A value added mid-stream: held bytes are checked against it too. */
 	got.len = 0;
 	const char *both[] = { s, "new-value-42424242" };
@@ -689,7 +686,7 @@ static void stream_cases(void)
 	mask_stream_set_values(stream, later);
 	mask_stream_feed(stream, "456789 b new-value-42424242 c\n", 30);
 	mask_stream_flush(stream);
-	CHECK(got.len > 0 && strcmp(got.data, "a **** b **** c\n") == 0, "set_values: %s", got.data);
+	CHECKF(got.len > 0 && strcmp(got.data, "a **** b **** c\n") == 0, "set_values: %s", got.data);
 	mask_stream_free(stream);
 	mask_set_unref(later);
 	mask_set_unref(set);
@@ -697,11 +694,11 @@ static void stream_cases(void)
 	/* An empty set passes everything through. */
 	set = mask_set_new(NULL, NULL, 0);
 	char *out = mask_text(set, "nothing to hide");
-	CHECK(strcmp(out, "nothing to hide") == 0, "empty set: %s", out);
+	CHECKF(strcmp(out, "nothing to hide") == 0, "empty set: %s", out);
 	free(out);
 	mask_set_unref(set);
 	out = mask_text(NULL, "no set");
-	CHECK(strcmp(out, "no set") == 0, "NULL set: %s", out);
+	CHECKF(strcmp(out, "no set") == 0, "NULL set: %s", out);
 	free(out);
 }
 
@@ -714,10 +711,6 @@ int main(int argc, char **argv)
 	wrapped_base64_cases();
 	hex_cases();
 	escape_cases();
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
-	printf("mask: all passed (%d random cases)\n", cases);
-	return 0;
+	printf("mask: %d random cases\n", cases);
+	return check_done("mask");
 }
