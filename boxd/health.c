@@ -52,6 +52,10 @@ static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
 static bool changed_while_probing; /* the running probes may tell the old state */
 static bool ask_again; /* a probe failed at once: a server starting or just gone */
+/* A server that accepted and then said nothing until the probe's timeout (a
+ * stopped or wedged X server or dockerd), in the last round, or so far in
+ * this one. */
+static bool silent, silent_now;
 static struct waiting waiting[MAX_WAITING];
 static int waiting_count;
 
@@ -305,6 +309,8 @@ static void probe_finished(void)
 		if (changed_while_probing || ask_again)
 			probed_at_ms -= HEALTH_PROBE_FRESH_MS;
 		changed_while_probing = ask_again = false;
+		silent = silent_now;
+		silent_now = false;
 		answer_waiting();
 	}
 }
@@ -317,6 +323,7 @@ static void on_display_probe(void *arg, bool answered, bool timed_out, const uns
 			     size_t length)
 {
 	ask_again |= !answered && !timed_out;
+	silent_now |= timed_out;
 	display.up = answered;
 	display.width = display.height = 0;
 	if (answered)
@@ -328,6 +335,7 @@ static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsi
 			    size_t length)
 {
 	ask_again |= !answered && !timed_out;
+	silent_now |= timed_out;
 	docker_up = answered && length >= 12 && memcmp(answer, "HTTP/1.", 7) == 0 &&
 		    memcmp(answer + 8, " 200", 4) == 0;
 	probe_finished();
@@ -423,7 +431,8 @@ static void start_probes(void)
  * the answer waits for a new probe, so a display or Docker that came or went
  * shows in the very next answer. A probe is one local connect and a few
  * bytes (well under a millisecond); an absent or refused socket fails at
- * once, and only a hung server costs the probe's timeout. */
+ * once, and only a hung server costs the probe's timeout: once, the first
+ * time it is seen (see below). */
 void health_collect(health_done_fn done, void *arg)
 {
 	/* A socket that came or went before this call must count even if the
@@ -437,6 +446,15 @@ void health_collect(health_done_fn done, void *arg)
 	}
 	if (probes_running == 0)
 		start_probes();
+	/* Behind a silent server every caller would wait out the probe's
+	 * timeout, one after another: the control plane would call the whole
+	 * box unresponsive for a wedged display. Its last state (down) is
+	 * served at once while the new probe runs; its return shows once that
+	 * probe has an answer. */
+	if (silent) {
+		done(health_build(), arg);
+		return;
+	}
 	waiting[waiting_count++] = (struct waiting){done, arg};
 }
 

@@ -63,6 +63,14 @@ def test_a_hung_display_does_not_block_health(boxd_factory, tmp_path):
         # Other requests are served while a probe waits.
         assert instance.call("GET", "/v1/steps")[0] == 200
         assert time.monotonic() - start < 5
+        # Known silent, it is not waited for again: every later answer
+        # comes at once while a fresh probe runs behind it.
+        for _ in range(4):
+            time.sleep(1)
+            asked = time.monotonic()
+            assert instance.call("GET", "/v1/health")[1]["display"]["up"] is False
+            took = time.monotonic() - asked
+            assert took < 0.5, f"health waited {took:.1f} s for a silent display"
     finally:
         server.close()
         os.unlink(path)
