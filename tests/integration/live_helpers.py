@@ -239,6 +239,18 @@ def decoded_colours(path, x, y):
     return list(zip(times, colours))
 
 
+def decode_errors(path):
+    """What ffmpeg says decoding the whole file ("" when clean). Timestamps
+    are passed through: the stream's frames are not on a constant grid."""
+    out = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "null", "-"],
+                         capture_output=True, text=True)
+    # The null muxer's own complaint when two frames fall in one tick of the
+    # time base ffmpeg picked for its output: nothing about the stream.
+    said = [line for line in out.stderr.splitlines()
+            if line.strip() and "non monotonically increasing dts to muxer" not in line]
+    return "\n".join(said) if out.returncode == 0 else f"exit {out.returncode}: {out.stderr}"
+
+
 def near(colour, target, tolerance=40):
     return all(abs(a - b) <= tolerance for a, b in zip(colour, target))
 
