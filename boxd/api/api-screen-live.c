@@ -37,6 +37,7 @@ struct live_pipe {
 	double scale;
 	bool running;            /* the worker answered live_start */
 	char width[16], height[16], started_at[24];
+	char content_type[64];   /* video/mp4 with the codec's name */
 	uint8_t *init;           /* the init segment (ftyp+moov) */
 	size_t init_length;
 	uint8_t *first_key;      /* the first keyframe, until the start answer */
@@ -150,7 +151,7 @@ static void live_viewer_begin(struct live_viewer *viewer)
 	api_add_header(viewer->req, "X-Height", pipe->height);
 	api_add_header(viewer->req, "X-Started-At", pipe->started_at);
 	api_add_header(viewer->req, "Cache-Control", "no-store");
-	api_stream_start(viewer->req, 200, "video/mp4", live_on_drained);
+	api_stream_start(viewer->req, 200, pipe->content_type, live_on_drained);
 	viewer->streaming = true;
 	live_viewer_write(viewer, pipe->init, pipe->init_length);
 	if (pipe->first_key) {
@@ -278,6 +279,11 @@ static void live_on_started(void *arg, const cJSON *answer, const void *payload,
 		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(answer, "height")));
 	snprintf(pipe->started_at, sizeof pipe->started_at, "%.0f",
 		 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(answer, "startedAt")));
+	const char *codec = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "codec"));
+	if (codec && strlen(codec) < 20 && codec[strspn(codec, "avc1.0123456789abcdef")] == '\0')
+		snprintf(pipe->content_type, sizeof pipe->content_type, "video/mp4; codecs=\"%s\"", codec);
+	else
+		snprintf(pipe->content_type, sizeof pipe->content_type, "video/mp4");
 	log_msg(LOG_LEVEL_INFO, "live view %d started: %sx%s at up to %d fps", pipe->id, pipe->width,
 		pipe->height, pipe->fps);
 	for (struct live_viewer *viewer = pipe->viewers; viewer; viewer = viewer->next)

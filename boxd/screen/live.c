@@ -426,6 +426,23 @@ static bool live_prepare(struct live *live, char *error, size_t error_size)
 	return live_frame(live, generation, true, error, error_size);
 }
 
+/* The RFC 6381 name of the stream, avc1.PPCCLL (profile, constraints,
+ * level from the SPS), that a Media Source Extensions player gives
+ * addSourceBuffer. libx264's extradata is the SPS and PPS in Annex B form. */
+static void live_name_codec(const struct live *live, cJSON *figures)
+{
+	const uint8_t *data = live->codec->extradata;
+	int size = live->codec->extradata_size;
+	for (int i = 0; i + 6 < size; i++) {
+		if (data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1 && (data[i + 3] & 0x1f) == 7) {
+			char name[16];
+			snprintf(name, sizeof name, "avc1.%02x%02x%02x", data[i + 4], data[i + 5], data[i + 6]);
+			cJSON_AddStringToObject(figures, "codec", name);
+			return;
+		}
+	}
+}
+
 struct live *live_start(struct screen *screen, int id, int fps, double scale, live_emit_fn emit,
 			void *arg, cJSON *figures, char *error, size_t error_size)
 {
@@ -461,6 +478,7 @@ struct live *live_start(struct screen *screen, int id, int fps, double scale, li
 	cJSON_AddNumberToObject(figures, "fps", live->fps);
 	cJSON_AddNumberToObject(figures, "scale", live->scale);
 	cJSON_AddNumberToObject(figures, "startedAt", (double)live->started_at);
+	live_name_codec(live, figures);
 	return live;
 }
 

@@ -1,6 +1,7 @@
 """The live screen (API.md "Screen", GET /v1/screen/live) and the takeover
 token (API.md "Lock") against a real Xvfb and a real boxd."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -73,7 +74,8 @@ def test_ffprobe_reads_the_stream_while_it_is_written(box, viewers, filler, tmp_
     viewer = viewers(file_path=path)
     viewer.wait_fragments(1)
     assert viewer.status == 200
-    assert viewer.headers["content-type"] == "video/mp4"
+    # The codec's name (RFC 6381) for a Media Source Extensions player.
+    assert re.fullmatch(r'video/mp4; codecs="avc1\.[0-9a-f]{6}"', viewer.headers["content-type"])
     assert (viewer.headers["x-width"], viewer.headers["x-height"]) == ("1280", "800")
     assert abs(viewer.started_at() - time.time() * 1000) < 10000
     # The file is still growing (the connection is open): ffprobe reads it.
