@@ -220,9 +220,16 @@ static void live_on_stream(const cJSON *event, const void *payload, size_t lengt
 {
 	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "event"));
 	if (name && strcmp(name, "worker_exit") == 0) {
+		/* Running pipes end here; a starting one gets its live_start
+		 * answered with the worker's end right after this, and ends there. */
 		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "message"));
-		while (pipes)
-			live_pipe_end(pipes, why ? why : "the screen worker stopped");
+		struct live_pipe *pipe = pipes;
+		while (pipe) {
+			struct live_pipe *next = pipe->next;
+			if (pipe->running)
+				live_pipe_end(pipe, why ? why : "the screen worker stopped");
+			pipe = next;
+		}
 		return;
 	}
 	if (!name || strcmp(name, "live") != 0)
