@@ -39,6 +39,13 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 		worker_error(worker, id, 400, "bad_request", "scale must be a number above 0 and at most 1");
 		return;
 	}
+	int screen_w = screen_width(worker->screen), screen_h = screen_height(worker->screen);
+	if (lround(screen_w * scale) < LIVE_MIN_SIDE || lround(screen_h * scale) < LIVE_MIN_SIDE) {
+		worker_error(worker, id, 400, "bad_request",
+			     "scale %g makes the %dx%d screen smaller than %d pixels a side", scale,
+			     screen_w, screen_h, LIVE_MIN_SIDE);
+		return;
+	}
 	if (worker_live_find(worker, (int)live_number)) {
 		worker_error(worker, id, 409, "conflict", "live view %ld already runs", live_number);
 		return;

@@ -137,7 +137,8 @@ def test_scale_and_fps(box, viewers, display, tmp_path):
 
 
 @pytest.mark.parametrize("query", ["?fps=0", "?fps=61", "?fps=abc", "?fps=1e1", "?fps=", "?scale=0",
-                                   "?scale=1.5", "?scale=-1", "?scale=x", "?scale=nan"])
+                                   "?scale=1.5", "?scale=-1", "?scale=x", "?scale=nan", "?scale=1e-3",
+                                   "?scale=0.001", "?fps=%2B5", "?fps=30.5"])
 def test_bad_parameters(box, query):
     status, body = box.call("GET", "/v1/screen/live" + query)
     assert_error((status, body), 400, "bad_request", query)
