@@ -51,6 +51,7 @@ struct screen_worker_process {
 static struct screen_worker_process *current; /* NULL: not running */
 static uint32_t last_id;
 static void (*event_listener)(const cJSON *event);
+static screen_client_stream_fn stream_listener;
 /* Given at screen_client_init. */
 static struct event_base *loop;
 static const char *display_name;
@@ -66,6 +67,11 @@ void screen_client_on_event(void (*listener)(const cJSON *event))
 	event_listener = listener;
 }
 
+void screen_client_on_stream(screen_client_stream_fn listener)
+{
+	stream_listener = listener;
+}
+
 static void screen_answer_error(screen_client_done_fn done, void *arg, int status,
 				const char *code, const char *message)
 {
@@ -78,10 +84,12 @@ static void screen_answer_error(screen_client_done_fn done, void *arg, int statu
 	cJSON_Delete(answer);
 }
 
-static void screen_tell(const cJSON *event)
+static void screen_tell(const cJSON *event, const void *payload, size_t length)
 {
 	if (event_listener)
 		event_listener(event);
+	if (stream_listener)
+		stream_listener(event, payload, length);
 }
 
 /* Every call still waiting gets `message`; the process record goes. */
@@ -129,7 +137,7 @@ static void screen_worker_exited(int status, void *arg)
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "event", "worker_exit");
 	cJSON_AddStringToObject(event, "message", message);
-	screen_tell(event);
+	screen_tell(event, NULL, 0);
 	cJSON_Delete(event);
 	screen_worker_forget(worker, http_status, code, message);
 }
@@ -170,7 +178,7 @@ static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 			   const void *payload, size_t length)
 {
 	if (cJSON_GetObjectItemCaseSensitive(message, "event")) {
-		screen_tell(message);
+		screen_tell(message, payload, length);
 		return;
 	}
 	double id = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(message, "id"));

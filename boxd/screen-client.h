@@ -36,4 +36,10 @@ void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg);
  * when the worker went away. One listener (api-screen.c). */
 void screen_client_on_event(void (*listener)(const cJSON *event));
 
+/* Told of the same events with their payload: the live view's fragments
+ * ({"event":"live",...} with the MP4 bytes) and "worker_exit". One
+ * listener (api-screen-live.c). */
+typedef void (*screen_client_stream_fn)(const cJSON *event, const void *payload, size_t length);
+void screen_client_on_stream(screen_client_stream_fn listener);
+
 #endif

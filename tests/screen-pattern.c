@@ -4,7 +4,13 @@
  * 300,100, each 100x100), prints "ready" once drawn, and with --animate FPS
  * moves a red 40x40 square along a row so every frame differs. With
  * --events it prints each button press ("button N X Y") and key press
- * ("key KEYSYM-HEX STATE-HEX") on stdout, for the input tests. */
+ * ("key KEYSYM-HEX STATE-HEX") on stdout, for the input tests. With --fill
+ * it reads lines "RRGGBB" on stdin and fills the whole window with that
+ * colour, answering "filled MS" (ms since the epoch, once the X server has
+ * drawn it) for the live screen's latency tests and benchmark. With
+ * --noise FPS it covers a 400x400 square at 100,100 with new random pixels
+ * every frame: what costs an encoder most (a video, a busy page). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +56,9 @@ static void pattern_draw(Display *display, Window window, GC gc, int width, int 
 int main(int argc, char **argv)
 {
 	int fps = argc > 2 && strcmp(argv[1], "--animate") == 0 ? atoi(argv[2]) : 0;
+	int noise = argc > 2 && strcmp(argv[1], "--noise") == 0 ? atoi(argv[2]) : 0;
 	int events = argc > 1 && strcmp(argv[1], "--events") == 0;
+	int fill = argc > 1 && strcmp(argv[1], "--fill") == 0;
 	Display *display = XOpenDisplay(NULL);
 	if (!display) {
 		fprintf(stderr, "screen-pattern: cannot open the display\n");
@@ -73,6 +81,37 @@ int main(int argc, char **argv)
 	XSync(display, False);
 	printf("ready\n");
 	fflush(stdout);
+	char request[64];
+	while (fill && fgets(request, sizeof request, stdin)) {
+		unsigned value = (unsigned)strtoul(request, NULL, 16);
+		XSetForeground(display, gc, pattern_colour(display, value >> 16, (value >> 8) & 0xff,
+							   value & 0xff));
+		XFillRectangle(display, window, gc, 0, 0, (unsigned)width, (unsigned)height);
+		XSync(display, False);
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		printf("filled %lld\n", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+		fflush(stdout);
+	}
+	if (fill)
+		return 0;
+	if (noise > 0) {
+		XImage *image = XCreateImage(display, DefaultVisual(display, screen),
+					     (unsigned)DefaultDepth(display, screen), ZPixmap, 0,
+					     malloc(400 * 400 * 4), 400, 400, 32, 0);
+		unsigned state = 12345;
+		for (;;) {
+			uint32_t *pixels = (uint32_t *)(void *)image->data;
+			for (int i = 0; i < 400 * 400; i++) {
+				state = state * 1103515245u + 12345u;
+				pixels[i] = state >> 8;
+			}
+			XPutImage(display, window, gc, image, 0, 0, 100, 100, 400, 400);
+			XSync(display, False);
+			struct timespec pause = { 0, 1000000000L / noise };
+			nanosleep(&pause, NULL);
+		}
+	}
 	unsigned long red = pattern_colour(display, 255, 0, 0);
 	unsigned long white = pattern_colour(display, 255, 255, 255);
 	for (int step = 0; fps > 0; step++) {

@@ -37,7 +37,11 @@ static void handle_put_lock(struct api_request *req)
 	} else if (now_locked) {
 		lock_set(true, text);
 	}
-	api_reply_json(req, 200, lock_to_json());
+	cJSON *reply = lock_to_json();
+	/* Only the call that locks hands out the token (a repeat keeps it). */
+	if (lock_token())
+		cJSON_AddStringToObject(reply, "token", lock_token());
+	api_reply_json(req, 200, reply);
 }
 
 static void handle_get_lock(struct api_request *req)

@@ -1,5 +1,6 @@
 /* api-screen.c: GET /v1/screen/shot, POST /v1/screen/input,
- * POST /v1/screen/record/start|stop, GET /v1/screen/record.
+ * POST /v1/screen/record/start|stop, GET /v1/screen/record (and the route
+ * of GET /v1/screen/live, which api-screen-live.c serves).
  *
  * The work itself happens in the screen worker (screen-client.h); here are
  * the HTTP shapes, the one-recording-at-a-time rule, steps and health. */
@@ -11,9 +12,11 @@
 #include <sys/stat.h>
 
 #include "http/api.h"
+#include "api-screen-live.h"
 #include "config.h"
 #include "clock.h"
 #include "health.h"
+#include "lock.h"
 #include "log.h"
 #include "random-id.h"
 #include "screen-client.h"
@@ -200,6 +203,14 @@ static void screen_summarise_input(const cJSON *actions, char *summary, size_t s
 
 static void handle_input(struct api_request *req)
 {
+	/* The lock rule, applied here rather than by the router: the person who
+	 * holds the lock sends input with its token (X-Takeover). */
+	const char *takeover = api_header(req, "X-Takeover");
+	if (!lock_admits(takeover)) {
+		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
+		return;
+	}
+	bool person = lock_is_locked();
 	cJSON *body = api_body_json(req);
 	if (!body)
 		return;
@@ -211,7 +222,8 @@ static void handle_input(struct api_request *req)
 	screen_api_prepare();
 	char summary[400];
 	screen_summarise_input(actions, summary, sizeof summary);
-	steps_add("input", "%d actions: %s", cJSON_GetArraySize(actions), summary);
+	steps_add("input", "%s%d actions: %s", person ? "the person (takeover): " : "",
+		  cJSON_GetArraySize(actions), summary);
 	cJSON *request = cJSON_CreateObject();
 	cJSON_AddStringToObject(request, "op", "input");
 	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
@@ -397,7 +409,9 @@ static void handle_record_status(struct api_request *req)
 
 const struct api_route api_screen_routes[] = {
 	{ "GET", "/v1/screen/shot", 0, 0, handle_shot },
-	{ "POST", "/v1/screen/input", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_input },
+	{ "GET", "/v1/screen/live", 0, 0, api_screen_live },
+	/* Locked too, but with the takeover exception: see handle_input. */
+	{ "POST", "/v1/screen/input", API_IDEMPOTENT, 0, handle_input },
 	{ "POST", "/v1/screen/record/start", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0,
 	  handle_record_start },
 	{ "POST", "/v1/screen/record/stop", API_IDEMPOTENT, 0, handle_record_stop },

@@ -12,6 +12,7 @@ extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
 extern const struct ctl_command ctl_screen_commands[];
+extern const struct ctl_command ctl_live_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
 extern const struct ctl_command ctl_env_commands[];
 extern const struct ctl_command ctl_sync_commands[];
@@ -25,6 +26,7 @@ static const struct ctl_command *const command_tables[] = {
 	ctl_secrets_commands,
 	ctl_env_commands,
 	ctl_screen_commands,
+	ctl_live_commands,
 	ctl_sync_commands,
 	ctl_files_commands,
 	ctl_steps_commands,

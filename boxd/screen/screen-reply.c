@@ -2,6 +2,7 @@
  * answers and errors to boxd, and the fields of a request. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 #include "screen-protocol.h"
 #include "screen-worker.h"
 
+/* Live threads (live.c) send fragments while the main thread answers. */
+static pthread_mutex_t worker_send_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length)
 {
 	char *text = cJSON_PrintUnformatted(json);
@@ -19,6 +23,7 @@ void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t
 	struct iovec parts[3] = { { &header, sizeof header }, { text, header.json_length },
 				  { (void *)payload, length } };
 	int count = length ? 3 : 2, first = 0;
+	pthread_mutex_lock(&worker_send_lock);
 	while (first < count) {
 		ssize_t n = writev(worker->fd, parts + first, count - first);
 		if (n < 0 && errno == EINTR)
@@ -34,6 +39,7 @@ void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t
 			parts[first].iov_len -= (size_t)n;
 		}
 	}
+	pthread_mutex_unlock(&worker_send_lock);
 	free(text);
 }
 

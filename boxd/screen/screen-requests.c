@@ -1,5 +1,6 @@
 /* screen-requests.c: the screen worker's answers to boxd's requests:
- * shot, input, record_start, record_stop, record_status, status. */
+ * shot, input, record_start, record_stop, record_status, status (the
+ * live view's are in live-ops.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,9 @@ static const struct worker_op worker_ops[] = {
 	{ "record_stop", false, op_record_stop },
 	{ "record_status", false, op_record_status },
 	{ "status", false, op_status },
+	{ "live_start", true, op_live_start },
+	{ "live_key", false, op_live_key },
+	{ "live_stop", false, op_live_stop },
 };
 
 const struct worker_op *worker_find_op(const char *name)

@@ -96,8 +96,9 @@ static void worker_loop(struct worker *worker)
 			{ .fd = worker->screen ? ConnectionNumber(screen_display(worker->screen)) : -1,
 			  .events = POLLIN },
 		};
-		if (worker->screen)
-			screen_handle_events(worker->screen);
+		/* Damage this thread took off the connection: live views wake. */
+		if (worker->screen && screen_handle_events(worker->screen))
+			worker_live_poke(worker);
 		int timeout = worker->input ? input_restore_due_ms(worker->input) : -1;
 		int ready = poll(fds, 4, timeout);
 		if (ready < 0 && errno != EINTR) {
@@ -112,8 +113,13 @@ static void worker_loop(struct worker *worker)
 			worker_on_record_wake(worker);
 		if (fds[2].revents & POLLIN)
 			worker_on_watch(worker);
-		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR) && !worker_read_request(worker))
-			return;
+		if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			worker_live_main_busy(worker, true);
+			bool ok = worker_read_request(worker);
+			worker_live_main_busy(worker, false);
+			if (!ok)
+				return;
+		}
 	}
 }
 
@@ -152,6 +158,7 @@ int main(int argc, char **argv)
 	if (!worker_connect(&worker, error, sizeof error))
 		log_msg(LOG_LEVEL_INFO, "%s; waiting for it", error);
 	worker_loop(&worker);
+	worker_live_stop_all(&worker);
 	worker_stop_recording(&worker, false);
 	input_free(worker.input);
 	screen_encoder_free(worker.encoder);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "live.h"
 #include "screen.h"
 
 struct worker {
@@ -23,10 +24,11 @@ struct worker {
 	int wake_fd;          /* eventfd: the recording ended by itself */
 	int watch_fd;         /* inotify on the X socket directory, while down */
 	int announced;        /* display state last told to boxd: -1, 0, 1 */
+	struct live *lives[LIVE_MAX_PIPES]; /* live views (live.c), NULL: free */
 };
 
 /* screen-reply.c */
-/* Sends a frame (takes `json`). */
+/* Sends a frame (takes `json`). Thread-safe: live threads send through it. */
 void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length);
 /* {"id": id, "ok": true}, to add fields to and send. */
 cJSON *worker_answer(double id);
@@ -55,5 +57,21 @@ const struct worker_op *worker_find_op(const char *name);
 void worker_on_record_wake(struct worker *worker);
 /* Finishes a running recording (at exit), telling boxd when `tell`. */
 void worker_stop_recording(struct worker *worker, bool tell);
+
+/* live-ops.c: the live view's requests and its hooks in the main loop. */
+void op_live_start(struct worker *worker, double id, const cJSON *request);
+void op_live_key(struct worker *worker, double id, const cJSON *request);
+void op_live_stop(struct worker *worker, double id, const cJSON *request);
+/* True while someone watches the live view: the worker is in use, however
+ * long no request comes (an idle exit must wait for this to be false). */
+bool worker_live_watched(const struct worker *worker);
+/* Around each request: while the main thread works (or a recording runs)
+ * X events may be read off the connection by another thread, unseen by a
+ * live thread's poll: the live threads then look for damage every 50 ms. */
+void worker_live_main_busy(struct worker *worker, bool busy);
+/* The main thread handled damage: live threads look at it. */
+void worker_live_poke(struct worker *worker);
+/* At exit. */
+void worker_live_stop_all(struct worker *worker);
 
 #endif

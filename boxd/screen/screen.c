@@ -201,13 +201,18 @@ static void screen_on_damage(struct screen *screen)
 	atomic_fetch_add(&screen->generation, 1);
 }
 
-void screen_handle_events(struct screen *screen)
+bool screen_handle_events(struct screen *screen)
 {
+	/* Locked whole: with two threads in here, one could see an event in
+	 * XPending that the other takes, and then block in XNextEvent. */
+	bool damaged = false;
+	XLockDisplay(screen->display);
 	while (XPending(screen->display) > 0) {
 		XEvent event;
 		XNextEvent(screen->display, &event);
 		if (screen->damage && event.type == screen->damage_event + XDamageNotify) {
 			screen_on_damage(screen);
+			damaged = true;
 		} else if (event.type == ConfigureNotify && event.xconfigure.window == screen->root) {
 			atomic_store(&screen->width, event.xconfigure.width);
 			atomic_store(&screen->height, event.xconfigure.height);
@@ -215,6 +220,8 @@ void screen_handle_events(struct screen *screen)
 			XRefreshKeyboardMapping(&event.xmapping);
 		}
 	}
+	XUnlockDisplay(screen->display);
+	return damaged;
 }
 
 static void screen_grabber_release(struct screen_grabber *grabber)

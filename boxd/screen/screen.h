@@ -42,8 +42,9 @@ Display *screen_display(struct screen *screen);
 int screen_width(struct screen *screen);
 int screen_height(struct screen *screen);
 /* Handles whatever the server sent (size changes, keyboard mapping changes).
- * Call when the connection's fd is readable. */
-void screen_handle_events(struct screen *screen);
+ * Call when the connection's fd is readable. True when it handled damage
+ * (the generation moved on), so the caller can tell a live view. */
+bool screen_handle_events(struct screen *screen);
 
 /* What changed on the screen, from the DAMAGE extension. The generation moves
  * on whenever anything is drawn. A caller reads it BEFORE it grabs, and later

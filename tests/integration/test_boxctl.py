@@ -48,7 +48,7 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
     assert out.returncode == 0
 
 
-COMMANDS = ["health", "exec", "procs", "secrets", "env", "shot", "input", "record", "sync",
+COMMANDS = ["health", "exec", "procs", "secrets", "env", "shot", "input", "record", "live", "sync",
             "get", "steps", "lock", "unlock"]
 
 
@@ -132,7 +132,10 @@ def test_lock_prints_text_and_status(boxd):
     out = boxd.boxctl("lock", "--note", "fixing the login")
     lines = out.stdout.decode().splitlines()
     assert out.returncode == 0 and lines[0].startswith("locked since ") and \
-        lines[0].endswith(": fixing the login") and "boxctl unlock" in lines[1]
+        lines[0].endswith(": fixing the login") and "boxctl unlock" in lines[2]
+    # The takeover token, for the person's own input while locked.
+    token = boxd.call("GET", "/v1/lock")[1].get("token")
+    assert token is None and lines[1].startswith("takeover token: ") and len(lines[1].split()[2]) == 32
     assert not out.stdout.lstrip().startswith(b"{")
     status = boxd.boxctl("lock", "status").stdout.decode()
     assert status.startswith("locked since ") and "fixing the login" in status
