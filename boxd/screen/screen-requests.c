@@ -61,6 +61,40 @@ static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 	return true;
 }
 
+static void shot_answer(struct worker *worker, double id, const struct shot_request *shot,
+			const struct shot_cache *cache, bool cached)
+{
+	cJSON *answer = worker_answer(id);
+	cJSON_AddNumberToObject(answer, "width", cache->width);
+	cJSON_AddNumberToObject(answer, "height", cache->height);
+	cJSON_AddStringToObject(answer, "contentType",
+				shot->format == SHOT_FORMAT_PNG ? "image/png" : "image/jpeg");
+	if (cached)
+		cJSON_AddBoolToObject(answer, "cached", true);
+	worker_send(worker, answer, cache->data, cache->length);
+}
+
+/* The cache key of a shot: the damage generation first, then the cursor
+ * (both read before the grab: a drawing or a move after them makes the next
+ * shot's key differ). */
+static void shot_key_make(struct worker *worker, const struct shot_request *shot,
+			  const struct screen_cursor *cursor, uint64_t generation,
+			  struct shot_key *key)
+{
+	*key = (struct shot_key){
+		.generation = generation,
+		.screen_width = screen_width(worker->screen),
+		.screen_height = screen_height(worker->screen),
+		.format = shot->format,
+		.quality = shot->format == SHOT_FORMAT_JPEG ? shot->quality : 0,
+		.scale = shot->scale,
+		.x = shot->x, .y = shot->y, .width = shot->width, .height = shot->height,
+		.cursor = shot->cursor,
+	};
+	if (shot->cursor && cursor)
+		screen_cursor_where(cursor, &key->cursor_x, &key->cursor_y, &key->cursor_serial);
+}
+
 static void op_shot(struct worker *worker, double id, const cJSON *request)
 {
 	struct shot_request shot;
@@ -75,14 +109,26 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 			     out_width, out_height);
 		return;
 	}
+	uint64_t generation = screen_damage_generation(worker->screen);
+	struct screen_cursor *cursor = shot.cursor ? screen_cursor_get(worker->screen) : NULL;
+	struct shot_key key;
+	shot_key_make(worker, &shot, cursor, generation, &key);
+	const struct shot_cache *cached = shot_cache_find(&worker->shots, &key);
+	if (cached) {
+		screen_cursor_free(cursor);
+		shot_answer(worker, id, &shot, cached, true);
+		return;
+	}
 	struct screen_image image;
 	char error[256];
 	if (!screen_grab(worker->grabber, &image, error, sizeof error)) {
+		screen_cursor_free(cursor);
 		worker_error(worker, id, 500, "internal", "%s", error);
 		return;
 	}
 	/* The screen may have shrunk since the region was checked. */
 	if (shot.x + shot.width > image.width || shot.y + shot.height > image.height) {
+		screen_cursor_free(cursor);
 		worker_error(worker, id, 400, "bad_request", "the region lies outside the %dx%d screen",
 			     image.width, image.height);
 		return;
@@ -90,8 +136,9 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 	image.pixels += (size_t)shot.y * (size_t)image.stride + (size_t)shot.x * 4;
 	image.width = (int)shot.width;
 	image.height = (int)shot.height;
-	if (shot.cursor)
-		screen_draw_cursor(worker->screen, &image, (int)shot.x, (int)shot.y);
+	if (cursor)
+		screen_cursor_draw(cursor, &image, (int)shot.x, (int)shot.y);
+	screen_cursor_free(cursor);
 	uint8_t *data;
 	size_t length;
 	if (!screen_encode(worker->encoder, &image, shot.format, shot.quality, out_width, out_height,
@@ -99,13 +146,8 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 		worker_error(worker, id, 500, "internal", "%s", error);
 		return;
 	}
-	cJSON *answer = worker_answer(id);
-	cJSON_AddNumberToObject(answer, "width", out_width);
-	cJSON_AddNumberToObject(answer, "height", out_height);
-	cJSON_AddStringToObject(answer, "contentType",
-				shot.format == SHOT_FORMAT_PNG ? "image/png" : "image/jpeg");
-	worker_send(worker, answer, data, length);
-	free(data);
+	shot_cache_store(&worker->shots, &key, data, length, out_width, out_height);
+	shot_answer(worker, id, &shot, &worker->shots, false);
 }
 
 static void op_input(struct worker *worker, double id, const cJSON *request)
@@ -245,6 +287,8 @@ static void op_status(struct worker *worker, double id, const cJSON *request)
 		cJSON_AddNumberToObject(answer, "height", screen_height(worker->screen));
 		cJSON_AddBoolToObject(answer, "shm", screen_grabber_uses_shm(worker->grabber));
 	}
+	cJSON_AddNumberToObject(answer, "shotsEncoded", (double)worker->shots.encodes);
+	cJSON_AddNumberToObject(answer, "shotsCached", (double)worker->shots.hits);
 	worker_send(worker, answer, NULL, 0);
 }
 

@@ -155,6 +155,7 @@ int main(int argc, char **argv)
 	worker_stop_recording(&worker, false);
 	input_free(worker.input);
 	screen_encoder_free(worker.encoder);
+	shot_cache_clear(&worker.shots);
 	screen_grabber_free(worker.grabber);
 	screen_close(worker.screen);
 	return 0;

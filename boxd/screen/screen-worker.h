@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "screen.h"
+#include "shot-cache.h"
 
 struct worker {
 	const char *display_name;
@@ -18,6 +19,7 @@ struct worker {
 	struct screen *screen; /* NULL while the display is down */
 	struct screen_grabber *grabber;
 	struct screen_encoder *encoder;
+	struct shot_cache shots; /* the last shot's encoding */
 	struct input *input;
 	struct record *record;
 	int wake_fd;          /* eventfd: the recording ended by itself */
