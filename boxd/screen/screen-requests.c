@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "input.h"
+#include "log.h"
 #include "record.h"
 #include "screen-encode.h"
 #include "screen-worker.h"
@@ -95,6 +96,50 @@ static void shot_key_make(struct worker *worker, const struct shot_request *shot
 		screen_cursor_where(cursor, &key->cursor_x, &key->cursor_y, &key->cursor_serial);
 }
 
+/* The shot's file into worker->shots: the cached one when nothing it shows
+ * changed (*cached), else grabbed and encoded. On failure, the HTTP status
+ * and why. */
+static bool shot_make(struct worker *worker, const struct shot_request *shot, int out_width,
+		      int out_height, bool *cached, int *status, char *error, size_t error_size)
+{
+	uint64_t generation = screen_damage_generation(worker->screen);
+	struct screen_cursor *cursor = shot->cursor ? screen_cursor_get(worker->screen) : NULL;
+	struct shot_key key;
+	shot_key_make(worker, shot, cursor, generation, &key);
+	*cached = shot_cache_find(&worker->shots, &key) != NULL;
+	if (*cached) {
+		screen_cursor_free(cursor);
+		return true;
+	}
+	struct screen_image image;
+	*status = 500;
+	if (!screen_grab(worker->grabber, &image, error, error_size)) {
+		screen_cursor_free(cursor);
+		return false;
+	}
+	/* The screen may have shrunk since the region was checked. */
+	if (shot->x + shot->width > image.width || shot->y + shot->height > image.height) {
+		screen_cursor_free(cursor);
+		*status = 400;
+		snprintf(error, error_size, "the region lies outside the %dx%d screen", image.width,
+			 image.height);
+		return false;
+	}
+	image.pixels += (size_t)shot->y * (size_t)image.stride + (size_t)shot->x * 4;
+	image.width = (int)shot->width;
+	image.height = (int)shot->height;
+	if (cursor)
+		screen_cursor_draw(cursor, &image, (int)shot->x, (int)shot->y);
+	screen_cursor_free(cursor);
+	uint8_t *data;
+	size_t length;
+	if (!screen_encode(worker->encoder, &image, shot->format, shot->quality, out_width,
+			   out_height, &data, &length, error, error_size))
+		return false;
+	shot_cache_store(&worker->shots, &key, data, length, out_width, out_height);
+	return true;
+}
+
 static void op_shot(struct worker *worker, double id, const cJSON *request)
 {
 	struct shot_request shot;
@@ -109,45 +154,28 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 			     out_width, out_height);
 		return;
 	}
-	uint64_t generation = screen_damage_generation(worker->screen);
-	struct screen_cursor *cursor = shot.cursor ? screen_cursor_get(worker->screen) : NULL;
-	struct shot_key key;
-	shot_key_make(worker, &shot, cursor, generation, &key);
-	const struct shot_cache *cached = shot_cache_find(&worker->shots, &key);
-	if (cached) {
-		screen_cursor_free(cursor);
-		shot_answer(worker, id, &shot, cached, true);
-		return;
-	}
-	struct screen_image image;
+	bool cached;
+	int status;
 	char error[256];
-	if (!screen_grab(worker->grabber, &image, error, sizeof error)) {
-		screen_cursor_free(cursor);
-		worker_error(worker, id, 500, "internal", "%s", error);
+	if (!shot_make(worker, &shot, out_width, out_height, &cached, &status, error, sizeof error)) {
+		worker_error(worker, id, status, status == 400 ? "bad_request" : "internal", "%s", error);
 		return;
 	}
-	/* The screen may have shrunk since the region was checked. */
-	if (shot.x + shot.width > image.width || shot.y + shot.height > image.height) {
-		screen_cursor_free(cursor);
-		worker_error(worker, id, 400, "bad_request", "the region lies outside the %dx%d screen",
-			     image.width, image.height);
-		return;
-	}
-	image.pixels += (size_t)shot.y * (size_t)image.stride + (size_t)shot.x * 4;
-	image.width = (int)shot.width;
-	image.height = (int)shot.height;
-	if (cursor)
-		screen_cursor_draw(cursor, &image, (int)shot.x, (int)shot.y);
-	screen_cursor_free(cursor);
-	uint8_t *data;
-	size_t length;
-	if (!screen_encode(worker->encoder, &image, shot.format, shot.quality, out_width, out_height,
-			   &data, &length, error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "%s", error);
-		return;
-	}
-	shot_cache_store(&worker->shots, &key, data, length, out_width, out_height);
-	shot_answer(worker, id, &shot, &worker->shots, false);
+	shot_answer(worker, id, &shot, &worker->shots, cached);
+}
+
+void worker_warm_up(struct worker *worker)
+{
+	struct shot_request shot = {
+		.format = SHOT_FORMAT_PNG, .quality = 80, .scale = 1, .cursor = true,
+		.width = screen_width(worker->screen), .height = screen_height(worker->screen),
+	};
+	bool cached;
+	int status;
+	char error[256];
+	if (!shot_make(worker, &shot, (int)shot.width, (int)shot.height, &cached, &status, error,
+		       sizeof error))
+		log_msg(LOG_LEVEL_DEBUG, "warming up: %s", error);
 }
 
 static void op_input(struct worker *worker, double id, const cJSON *request)

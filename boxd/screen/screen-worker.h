@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +26,12 @@ struct worker {
 	int wake_fd;          /* eventfd: the recording ended by itself */
 	int watch_fd;         /* inotify on the X socket directory, while down */
 	int announced;        /* display state last told to boxd: -1, 0, 1 */
+	/* Quiet this long (no request, nothing recording), the worker tells
+	 * boxd it is idle; boxd then closes its end and the worker exits.
+	 * 0: never. */
+	int64_t idle_ms;
+	int64_t quiet_since_ms;
+	bool idle_told;
 };
 
 /* screen-reply.c */
@@ -52,6 +59,11 @@ struct worker_op {
 	void (*run)(struct worker *worker, double id, const cJSON *request);
 };
 const struct worker_op *worker_find_op(const char *name);
+
+/* Takes a full-screen PNG with the cursor (the default shot) into the shot
+ * cache without answering: pages in the grab and encoder paths and keeps the
+ * result, so boxd's first shot is quick. */
+void worker_warm_up(struct worker *worker);
 
 /* The recording thread signalled its end: finish it and tell boxd. */
 void worker_on_record_wake(struct worker *worker);
