@@ -15,6 +15,7 @@
 #include <libavutil/opt.h>
 #include <libswscale/swscale.h>
 
+#include "av-lazy.h"
 #include "screen-png.h"
 #include "text.h"
 #include "xalloc.h"
@@ -34,16 +35,14 @@ struct screen_encoder {
 struct screen_encoder *screen_encoder_new(void)
 {
 	struct screen_encoder *encoder = xcalloc(1, sizeof *encoder);
-	encoder->packet = av_packet_alloc();
-	if (!encoder->packet)
-		abort();
 	encoder->png = screen_png_new();
 	return encoder;
 }
 
 static void screen_encoder_close_codec(struct screen_encoder *encoder)
 {
-	avcodec_free_context(&encoder->codec);
+	if (encoder->codec) /* else libavcodec may not even be loaded */
+		avcodec_free_context(&encoder->codec);
 	av_frame_free(&encoder->frame);
 }
 
@@ -55,7 +54,8 @@ void screen_encoder_free(struct screen_encoder *encoder)
 	screen_png_free(encoder->png);
 	av_frame_free(&encoder->scaled);
 	sws_freeContext(encoder->scaler);
-	av_packet_free(&encoder->packet);
+	if (encoder->packet)
+		av_packet_free(&encoder->packet);
 	free(encoder);
 }
 
@@ -72,6 +72,11 @@ static bool screen_encoder_open_jpeg(struct screen_encoder *encoder, int quality
 	    encoder->codec->height == height)
 		return true;
 	screen_encoder_close_codec(encoder);
+	/* libavcodec is loaded by the first JPEG (av-lazy.h). */
+	if (!av_lazy_load(error, error_size))
+		return false;
+	if (!encoder->packet && !(encoder->packet = av_packet_alloc()))
+		abort();
 	const AVCodec *codec = avcodec_find_encoder(AV_CODEC_ID_MJPEG);
 	if (!codec)
 		return text_fail(error, error_size, "this FFmpeg has no JPEG encoder");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "av-lazy.h"
 #include "input.h"
 #include "log.h"
 #include "record.h"
@@ -237,6 +238,11 @@ static void op_record_start(struct worker *worker, double id, const cJSON *reque
 		return;
 	}
 	char error[256];
+	/* libavcodec and libavformat are loaded by the first recording. */
+	if (!av_lazy_load(error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "cannot record: %s", error);
+		return;
+	}
 	worker->record = record_start(worker->screen, path, (int)fps, (int)max_seconds,
 				      worker->wake_fd, error, sizeof error);
 	if (!worker->record) {
