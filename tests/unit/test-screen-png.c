@@ -89,7 +89,7 @@ static void paint(uint8_t *pixels, int width, int height, size_t stride,
 			uint8_t *p = pixels + (size_t)y * stride + (size_t)x * bytes;
 			unsigned noise = (unsigned)(x * 2654435761u ^ y * 40503u ^ seed) >> 13;
 			p[0] = (uint8_t)(y < height / 3 ? 200u : (unsigned)x + seed);
-			p[1] = (uint8_t)(x % 50 < 25 ? y : noise);
+			p[1] = (uint8_t)(x % 50 < 25 ? (unsigned)y : noise);
 			p[2] = (uint8_t)((x / 7 + y / 5 + seed) & 0xff);
 			if (bytes == 4)
 				p[3] = (uint8_t)noise; /* unused: must not matter */
