@@ -8,6 +8,7 @@
 
 #include "av-lazy.h"
 #include "input.h"
+#include "clock.h"
 #include "log.h"
 #include "record.h"
 #include "screen-encode.h"
@@ -174,9 +175,12 @@ void worker_warm_up(struct worker *worker)
 	bool cached;
 	int status;
 	char error[256];
+	int64_t start = clock_monotonic_us();
 	if (!shot_make(worker, &shot, (int)shot.width, (int)shot.height, &cached, &status, error,
 		       sizeof error))
 		log_msg(LOG_LEVEL_DEBUG, "warming up: %s", error);
+	else
+		log_msg(LOG_LEVEL_DEBUG, "warmed up in %.1f ms", (double)(clock_monotonic_us() - start) / 1000);
 }
 
 static void op_input(struct worker *worker, double id, const cJSON *request)
