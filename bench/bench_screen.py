@@ -123,6 +123,8 @@ def shots(boxd, x, env, tmp):
     mover.stdout.readline()
     try:
         changing = shot_times(boxd.socket, "/v1/screen/shot", 100, want=False)
+        half = shot_times(boxd.socket, "/v1/screen/shot?scale=0.5", 50, want=False)
+        jpeg = shot_times(boxd.socket, "/v1/screen/shot?format=jpeg&quality=80", 50, want=False)
     finally:
         mover.kill()
         mover.wait()
@@ -147,9 +149,7 @@ def shots(boxd, x, env, tmp):
     api_size, scrot_size = os.path.getsize(api_png), os.path.getsize(scrot_png)
     row("PNG size (KiB)", f"{api_size / 1024:.1f}", f"scrot {scrot_size / 1024:.1f}",
         f"{api_size / scrot_size:.2f} (target <= 1.00)")
-    half = shot_times(boxd.socket, "/v1/screen/shot?scale=0.5", 50)
-    jpeg = shot_times(boxd.socket, "/v1/screen/shot?format=jpeg&quality=80", 50)
-    row("shot scale=0.5 / JPEG q80 p50 (ms)", f"{half:.1f} / {jpeg:.1f}", "", "encoded or cached")
+    row("shot scale=0.5 / JPEG q80, changing p50 (ms)", f"{half:.1f} / {jpeg:.1f}", "", "encoded")
     # Every strip encoded again and again, for the worker's busy RSS.
     for i in range(40):
         shot_samples(boxd.socket, f"/v1/screen/shot?x={i % 2}&w=1279", 1)
