@@ -65,8 +65,7 @@ static bool screen_display_present(const char *display)
 {
 	if (display[0] != ':' && strncmp(display, "unix:", 5) != 0)
 		return true;
-	char *end;
-	long number = strtol(strchr(display, ':') + 1, &end, 10);
+	long number = strtol(strchr(display, ':') + 1, NULL, 10);
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/.X11-unix/X%ld", number);
 	return access(path, F_OK) == 0;
