@@ -1,8 +1,13 @@
 """Screen figures, side by side on one 1280x800 Xvfb showing a page-like
 picture (tests/screen-pattern) and a terminal with text:
 - a PNG screenshot through the API against scrot, ImageMagick's import and
-  a one-frame ffmpeg x11grab (each a process, as a user would run it);
+  a one-frame ffmpeg x11grab (each a process, as a user would run it): on a
+  changing screen (a square moving, as screen-pattern --animate draws it;
+  only shots that were encoded count), with every strip encoded, and on an
+  unchanged screen (served from the last encoding);
 - the PNG's size against scrot's file;
+- the first shot after boxd starts (the worker started ahead), the first
+  after the worker left when idle, and the worker's RSS busy and idle;
 - 10,000 screenshots and the X server's connection count before and after;
 - recording at 30 fps: CPU against ffmpeg x11grab + libx264 ultrafast,
   dropped frames, and health latency while it runs (exec is not in this
@@ -30,15 +35,18 @@ def latency(*args):
     return [float(x) for x in out.split()]
 
 
-def shot_times(socket_path, path, count):
-    """Milliseconds per GET on one kept-alive connection (bench/latency
-    reads answers of at most 64 KiB; screenshots are larger)."""
+def shot_samples(socket_path, path, count, want=None, limit=5000):
+    """(milliseconds, cached) per GET on one kept-alive connection (bench/
+    latency reads answers of at most 64 KiB; screenshots are larger).
+    `want`: keep only encoded (False) or cached (True) shots, up to `count`."""
     import socket as sockets
     connection = sockets.socket(sockets.AF_UNIX)
     connection.connect(socket_path)
     request = f"GET {path} HTTP/1.1\r\nHost: boxd\r\n\r\n".encode()
     samples, pending = [], b""
-    for _ in range(count):
+    for _ in range(limit):
+        if len(samples) >= count:
+            break
         start = time.perf_counter()
         connection.sendall(request)
         while b"\r\n\r\n" not in pending:
@@ -49,9 +57,16 @@ def shot_times(socket_path, path, count):
         while len(pending) < length:
             pending += connection.recv(1 << 20)
         pending = pending[length:]
-        samples.append((time.perf_counter() - start) * 1000)
+        elapsed = (time.perf_counter() - start) * 1000
+        cached = b"x-cached: 1" in head.lower()
+        if want is None or cached == want:
+            samples.append(elapsed)
     connection.close()
-    return statistics.median(samples)
+    return samples
+
+
+def shot_times(socket_path, path, count, want=None):
+    return statistics.median(shot_samples(socket_path, path, count, want))
 
 
 def cpu_seconds(pid):
@@ -89,28 +104,108 @@ def curl_shot(socket_path, query, out):
                     f"http://boxd/v1/screen/shot{query}"], check=True)
 
 
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(f.read().split("VmRSS:")[1].split()[0])
+    except (OSError, IndexError):
+        return 0
+
+
 def shots(boxd, x, env, tmp):
-    curl_shot(boxd.socket, "", os.path.join(tmp, "warm.png"))  # starts the worker
-    api = shot_times(boxd.socket, "/v1/screen/shot", 100)
-    api_png = os.path.join(tmp, "api.png")
-    curl_shot(boxd.socket, "", api_png)
+    curl_shot(boxd.socket, "", os.path.join(tmp, "warm.png"))
     scrot_png = os.path.join(tmp, "scrot.png")
     scrot = timed_runs(["scrot", "-o", scrot_png], env)
     magick = timed_runs(["import", "-window", "root", os.path.join(tmp, "import.png")], env, 5)
     ffmpeg = timed_runs(["ffmpeg", "-y", "-loglevel", "error", "-f", "x11grab", "-video_size", "1280x800",
                          "-i", x.display, "-frames:v", "1", os.path.join(tmp, "ffmpeg.png")], env, 5)
-    row("PNG shot 1280x800 p50 (ms)", f"{api:.1f}", f"scrot {scrot:.1f}",
-        f"{scrot / (api):.1f}x faster (target >= 4x)")
-    row("PNG shot vs import (ms)", f"{api:.1f}", f"import {magick:.1f}",
-        f"{magick / (api):.1f}x faster")
-    row("PNG shot vs ffmpeg x11grab 1 frame (ms)", f"{api:.1f}", f"ffmpeg {ffmpeg:.1f}",
-        f"{ffmpeg / (api):.1f}x faster")
+    mover = subprocess.Popen([PATTERN, "--animate", "100"], env=env, stdout=subprocess.PIPE)
+    mover.stdout.readline()
+    try:
+        changing = shot_times(boxd.socket, "/v1/screen/shot", 100, want=False)
+        half = shot_times(boxd.socket, "/v1/screen/shot?scale=0.5", 50, want=False)
+        jpeg = shot_times(boxd.socket, "/v1/screen/shot?format=jpeg&quality=80", 50, want=False)
+    finally:
+        mover.kill()
+        mover.wait()
+    time.sleep(0.3)
+    # Alternating x=0 and x=1 (1279 wide): every row shifts, no strip is reused.
+    whole = statistics.median(shot_samples(boxd.socket, "/v1/screen/shot?x=0&w=1279", 1)
+                              + [shot_samples(boxd.socket, f"/v1/screen/shot?x={i % 2}&w=1279", 1)[0]
+                                 for i in range(1, 60)])
+    unchanged = shot_times(boxd.socket, "/v1/screen/shot", 200, want=True)
+    api_png = os.path.join(tmp, "api.png")
+    curl_shot(boxd.socket, "?cursor=0", api_png)
+    row("PNG shot, changing screen p50 (ms)", f"{changing:.1f}", f"scrot {scrot:.1f}",
+        f"{scrot / changing:.1f}x faster (target >= 5x)")
+    row("PNG shot, every strip encoded p50 (ms)", f"{whole:.1f}", f"scrot {scrot:.1f}",
+        f"{scrot / whole:.1f}x faster")
+    row("PNG shot, unchanged screen p50 (ms)", f"{unchanged:.2f}", f"scrot {scrot:.1f}",
+        f"{scrot / unchanged:.0f}x faster (target >= 20x)")
+    row("PNG shot vs import (ms)", f"{changing:.1f}", f"import {magick:.1f}",
+        f"{magick / changing:.1f}x faster")
+    row("PNG shot vs ffmpeg x11grab 1 frame (ms)", f"{changing:.1f}", f"ffmpeg {ffmpeg:.1f}",
+        f"{ffmpeg / changing:.1f}x faster")
     api_size, scrot_size = os.path.getsize(api_png), os.path.getsize(scrot_png)
     row("PNG size (KiB)", f"{api_size / 1024:.1f}", f"scrot {scrot_size / 1024:.1f}",
         f"{api_size / scrot_size:.2f} (target <= 1.00)")
-    half = shot_times(boxd.socket, "/v1/screen/shot?scale=0.5", 50)
-    jpeg = shot_times(boxd.socket, "/v1/screen/shot?format=jpeg&quality=80", 50)
-    row("shot scale=0.5 / JPEG q80 p50 (ms)", f"{half:.1f} / {jpeg:.1f}", "", "")
+    row("shot scale=0.5 / JPEG q80, changing p50 (ms)", f"{half:.1f} / {jpeg:.1f}", "", "encoded")
+    # Every strip encoded again and again, for the worker's busy RSS.
+    for i in range(40):
+        shot_samples(boxd.socket, f"/v1/screen/shot?x={i % 2}&w=1279", 1)
+    worker = children_named(boxd.proc.pid, "boxd-screen")[0]
+    row("worker RSS after shots (MiB)", f"{rss_kib(worker) / 1024:.1f}", "", "PNG, JPEG and scaled shots taken")
+
+
+def first_shot_ms(boxd):
+    import socket as sockets
+    start = time.perf_counter()
+    connection = sockets.socket(sockets.AF_UNIX)
+    connection.connect(boxd.socket)
+    connection.sendall(b"GET /v1/screen/shot HTTP/1.1\r\nHost: boxd\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += connection.recv(65536)
+    head, body = data.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += connection.recv(1 << 20)
+    connection.close()
+    return (time.perf_counter() - start) * 1000
+
+
+def lifecycle(x):
+    """The first shot as soon as boxd answers (the worker started ahead), and
+    after the worker left for being idle (started on demand); its RSS."""
+    firsts = []
+    for _ in range(7):
+        with BenchBoxd("--display", x.display) as boxd:
+            firsts.append(first_shot_ms(boxd))
+    row("first shot after boxd is up p50 (ms)", f"{statistics.median(firsts):.1f}", "",
+        f"min {min(firsts):.1f}, max {max(firsts):.1f} (target <= 30)")
+    with BenchBoxd("--display", x.display, "--screen-idle", "2") as boxd:
+        first_shot_ms(boxd)
+        worker = children_named(boxd.proc.pid, "boxd-screen")[0]
+        busy = rss_kib(worker)
+        time.sleep(1)
+        idle = rss_kib(worker)
+        deadline = time.monotonic() + 10
+        while children_named(boxd.proc.pid, "boxd-screen") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        gone = not children_named(boxd.proc.pid, "boxd-screen")
+        row("worker RSS after a shot / 1 s idle (MiB)", f"{busy / 1024:.1f} / {idle / 1024:.1f}", "",
+            "before it exits")
+        row("worker after the idle time (--screen-idle)", "exited" if gone else "STILL THERE", "",
+            "0 MiB (target <= 4 MiB)")
+        cold = []
+        for _ in range(5):
+            cold.append(first_shot_ms(boxd))
+            deadline = time.monotonic() + 10
+            while children_named(boxd.proc.pid, "boxd-screen") and time.monotonic() < deadline:
+                time.sleep(0.05)
+        row("first shot after an idle exit p50 (ms)", f"{statistics.median(cold):.1f}", "",
+            "worker started on demand, nothing warm")
 
 
 def connection_count(x):
@@ -175,7 +270,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench-screen-")
     try:
         with BenchBoxd("--display", x.display) as boxd:
-            parts = sys.argv[1:] or ["shots", "many", "record"]
+            parts = sys.argv[1:] or ["shots", "life", "many", "record"]
+            if "life" in parts:
+                lifecycle(x)
             if "shots" in parts:
                 shots(boxd, x, env, tmp)
             if "many" in parts:

@@ -16,7 +16,7 @@ enum option_id {
 	OPT_CONFIG = 1000, OPT_WORK_DIR, OPT_RUN_DIR, OPT_SOCKET, OPT_VSOCK_PORT,
 	OPT_VSOCK_ALLOW_CID, OPT_DISPLAY, OPT_USER, OPT_REPORT, OPT_REPORT_INTERVAL,
 	OPT_CGROUP, OPT_COMMANDS_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HOSTS_FILE,
-	OPT_HELP, OPT_VERSION,
+	OPT_SCREEN_IDLE, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -36,6 +36,7 @@ static const struct option long_options[] = {
 	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"hosts-file", required_argument, NULL, OPT_HOSTS_FILE},
+	{"screen-idle", required_argument, NULL, OPT_SCREEN_IDLE},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -48,6 +49,7 @@ void config_usage(const char *program)
 	       "       [--report ADDR] [--report-interval S] [--cgroup auto|off] [--dev]\n"
 	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
 	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
+	       "       [--screen-idle S]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -130,6 +132,11 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 		if (!parse_int(value, 1, 86400, &number))
 			return text_fail(error, size, "--report-interval takes seconds from 1 to 86400, not `%s`", value);
 		config->report_interval_sec = (int)number;
+		return true;
+	case OPT_SCREEN_IDLE:
+		if (!parse_int(value, 0, 86400, &number))
+			return text_fail(error, size, "--screen-idle takes seconds from 0 (never) to 86400, not `%s`", value);
+		config->screen_idle_sec = (int)number;
 		return true;
 	case OPT_IDLE_TIMEOUT:
 		if (!parse_int(value, 1, 86400, &number))
@@ -270,6 +277,7 @@ static void defaults(struct boxd_config *config)
 	config->allowed_cids[0] = CONFIG_HOST_CID;
 	config->allowed_cid_count = 1;
 	config->report_interval_sec = 30;
+	config->screen_idle_sec = 60;
 	config->cgroup = CGROUP_MODE_AUTO;
 	config->idle_timeout_sec = 60;
 	config->log_level = LOG_LEVEL_INFO;

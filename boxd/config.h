@@ -28,6 +28,7 @@ struct boxd_config {
 	char *user;           /* default user of commands */
 	char *report;         /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
 	int report_interval_sec;
+	int screen_idle_sec;  /* the screen worker exits after this long unused; 0: never */
 	enum cgroup_mode cgroup;
 	char *commands_cgroup; /* cgroup v2 path for commands (a delegated unit), or NULL */
 	bool dev;

@@ -99,7 +99,7 @@ static bool start_services(void)
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
 	archive_client_init(base);
-	screen_client_init(base, config.display);
+	screen_client_init(base, config.display, config.screen_idle_sec);
 	upload_init(&config);
 	init_start(config.run_dir, config.hosts_file);
 	if (!server_start(base, &config, error, sizeof error)) {
@@ -108,6 +108,7 @@ static bool start_services(void)
 	}
 	health_init(base, config.work_dir, config.run_dir, config.display);
 	exec_init(base, &config);
+	screen_client_start_ahead();
 	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;

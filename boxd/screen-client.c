@@ -46,6 +46,7 @@ struct screen_worker_process {
 	struct screen_call *calls, **calls_tail;
 	struct helper_exit_watch *exit_watch; /* once its end has closed */
 	struct event *watchdog;  /* armed only while calls wait */
+	bool retired;            /* closed by boxd because it was idle */
 };
 
 static struct screen_worker_process *current; /* NULL: not running */
@@ -55,11 +56,39 @@ static screen_client_stream_fn stream_listener;
 /* Given at screen_client_init. */
 static struct event_base *loop;
 static const char *display_name;
+static int idle_seconds;
 
-void screen_client_init(struct event_base *base, const char *display)
+static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size);
+
+/* True when the display's server is there to connect to now: its local
+ * socket exists, or the display is reached over the network (not checked). */
+static bool screen_display_present(const char *display)
+{
+	if (display[0] != ':' && strncmp(display, "unix:", 5) != 0)
+		return true;
+	long number = strtol(strchr(display, ':') + 1, NULL, 10);
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/.X11-unix/X%ld", number);
+	return access(path, F_OK) == 0;
+}
+
+void screen_client_init(struct event_base *base, const char *display, int idle_sec)
 {
 	loop = base;
 	display_name = display;
+	idle_seconds = idle_sec;
+}
+
+void screen_client_start_ahead(void)
+{
+	/* Warming up while boxd starts, so the first shot does not wait for
+	 * the worker's libraries, X connection and encoder. */
+	if (!current && display_name && display_name[0] && screen_display_present(display_name)) {
+		char error[256];
+		current = screen_worker_start(true, error, sizeof error);
+		if (!current)
+			log_msg(LOG_LEVEL_WARNING, "%s", error);
+	}
 }
 
 void screen_client_on_event(void (*listener)(const cJSON *event))
@@ -112,6 +141,12 @@ static void screen_worker_exited(int status, void *arg)
 	struct screen_worker_process *worker = arg;
 	bool done = status >= 0;
 	unprotect_process(worker->pid);
+	if (worker->retired && done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		log_msg(LOG_LEVEL_INFO, "the screen worker (pid %d) exited after %d s unused",
+			(int)worker->pid, idle_seconds);
+		screen_worker_forget(worker, 500, "internal", "the screen worker exited");
+		return;
+	}
 	char message[200];
 	int http_status = 500;
 	const char *code = "internal";
@@ -174,9 +209,25 @@ static void screen_watch_calls(struct screen_worker_process *worker)
 	}
 }
 
+/* The worker says it has been quiet (no request, nothing recording) for
+ * the idle time: closing its end makes it exit, its memory given back. A
+ * call sent meanwhile keeps it; it says so again after the next quiet time. */
+static void screen_worker_on_idle(struct screen_worker_process *worker)
+{
+	if (worker != current || worker->calls)
+		return;
+	worker->retired = true;
+	screen_worker_lost(worker);
+}
+
 static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 			   const void *payload, size_t length)
 {
+	const char *event = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(message, "event"));
+	if (event && strcmp(event, "idle") == 0) {
+		screen_worker_on_idle(worker);
+		return;
+	}
 	if (cJSON_GetObjectItemCaseSensitive(message, "event")) {
 		screen_tell(message, payload, length);
 		return;
@@ -257,7 +308,7 @@ static const char *screen_program(void)
 
 /* Starts boxd-screen with `child_end` as its fd 3, the only descriptor it
  * inherits besides stdin, stdout and stderr. */
-static int screen_spawn(int child_end, pid_t *pid)
+static int screen_spawn(int child_end, bool warm, pid_t *pid)
 {
 	posix_spawn_file_actions_t actions;
 	posix_spawn_file_actions_init(&actions);
@@ -265,14 +316,17 @@ static int screen_spawn(int child_end, pid_t *pid)
 	posix_spawn_file_actions_addclosefrom_np(&actions, SCREEN_WORKER_FD + 1);
 	posix_spawnattr_t attributes;
 	helper_spawn_attributes(&attributes);
-	char *argv[] = {"boxd-screen", "--display", (char *)display_name, NULL};
+	char idle[16];
+	snprintf(idle, sizeof idle, "%d", idle_seconds);
+	char *argv[] = {"boxd-screen", "--display", (char *)display_name, "--idle-exit", idle,
+			warm ? "--warm" : NULL, NULL};
 	int failed = posix_spawn(pid, screen_program(), &actions, &attributes, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
 	posix_spawnattr_destroy(&attributes);
 	return failed;
 }
 
-static struct screen_worker_process *screen_worker_start(char *error, size_t error_size)
+static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size)
 {
 	screen_program();
 	int ends[2];
@@ -288,7 +342,7 @@ static struct screen_worker_process *screen_worker_start(char *error, size_t err
 		ends[1] = moved;
 	}
 	pid_t pid;
-	int failed = screen_spawn(ends[1], &pid);
+	int failed = screen_spawn(ends[1], warm, &pid);
 	close(ends[1]);
 	if (failed) {
 		snprintf(error, error_size,
@@ -315,7 +369,7 @@ void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
 {
 	char error[256];
 	if (!current)
-		current = screen_worker_start(error, sizeof error);
+		current = screen_worker_start(false, error, sizeof error);
 	if (!current) {
 		cJSON_Delete(request);
 		/* Answer from the loop, never from inside the caller. */

@@ -1,9 +1,11 @@
 /* screen-client.h: boxd's side of the screen worker (boxd-screen).
  *
  * The worker owns the X11 connection and the codecs; boxd links neither. It
- * is started on first use and again after it exits (it exits when the X
- * server goes away). All calls run on the event loop and never block it: the
- * socket to the worker is non-blocking and answers arrive as events. */
+ * is started at boxd's start when the display's server is there, else on
+ * first use, and again on the next call after it exits (it exits when the X
+ * server goes away, and when it has been unused for the idle time: boxd
+ * closes its end then). All calls run on the event loop and never block it:
+ * the socket to the worker is non-blocking and answers arrive as events. */
 #ifndef BOXD_SCREEN_CLIENT_H
 #define BOXD_SCREEN_CLIENT_H
 
@@ -14,9 +16,15 @@
 
 struct event_base;
 
-/* The worker is started on the first call, for `display` (":99", kept, not
- * copied), its frames exchanged on `base`. */
-void screen_client_init(struct event_base *base, const char *display);
+/* The worker is for `display` (":99", kept, not copied), its frames
+ * exchanged on `base`. It exits after `idle_sec` seconds unused while nothing
+ * records (0: never). */
+void screen_client_init(struct event_base *base, const char *display, int idle_sec);
+
+/* Starts the worker now, warming up, when the display's server is there
+ * (its socket exists); else the first call starts it. After protect_init,
+ * so that commands cannot signal it. */
+void screen_client_start_ahead(void);
 
 /* Runs once with the worker's answer: either {"ok":true,...} with an
  * optional payload (an image), or {"error":{"status","code","message"}}

@@ -136,10 +136,14 @@ static void screen_on_shot(void *arg, const cJSON *answer, const void *payload, 
 	snprintf(width, sizeof width, "%d", (int)screen_number(answer, "width"));
 	snprintf(height, sizeof height, "%d", (int)screen_number(answer, "height"));
 	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "contentType"));
-	steps_add("shot", "screenshot %sx%s %s, %zu KiB", width, height,
-		  type && strstr(type, "jpeg") ? "JPEG" : "PNG", (length + 1023) / 1024);
+	steps_add("shot", "screenshot %sx%s %s, %zu KiB%s", width, height,
+		  type && strstr(type, "jpeg") ? "JPEG" : "PNG", (length + 1023) / 1024,
+		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")) ? " (unchanged)" : "");
 	api_add_header(req, "X-Width", width);
 	api_add_header(req, "X-Height", height);
+	/* Nothing was drawn since the last shot alike: its bytes, not re-encoded. */
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")))
+		api_add_header(req, "X-Cached", "1");
 	api_reply_bytes(req, 200, type ? type : "application/octet-stream", payload, length);
 }
 

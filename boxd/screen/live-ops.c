@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "av-lazy.h"
 #include "live.h"
 #include "screen-worker.h"
 
@@ -61,6 +62,12 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 		return;
 	}
 	char error[256];
+	/* libavcodec and libavformat are loaded by the first live view (or
+	 * recording, or JPEG), not at the worker's start. */
+	if (!av_lazy_load(error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "cannot start the live view: %s", error);
+		return;
+	}
 	cJSON *answer = worker_answer(id);
 	cJSON_AddNumberToObject(answer, "live", (double)live_number);
 	*slot = live_start(worker->screen, (int)live_number, (int)fps, scale, worker_live_emit, worker,

@@ -7,7 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "av-lazy.h"
 #include "input.h"
+#include "clock.h"
+#include "log.h"
 #include "record.h"
 #include "screen-encode.h"
 #include "screen-worker.h"
@@ -62,6 +65,84 @@ static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 	return true;
 }
 
+static void shot_answer(struct worker *worker, double id, const struct shot_request *shot,
+			const struct shot_cache *cache, bool cached)
+{
+	cJSON *answer = worker_answer(id);
+	cJSON_AddNumberToObject(answer, "width", cache->width);
+	cJSON_AddNumberToObject(answer, "height", cache->height);
+	cJSON_AddStringToObject(answer, "contentType",
+				shot->format == SHOT_FORMAT_PNG ? "image/png" : "image/jpeg");
+	if (cached)
+		cJSON_AddBoolToObject(answer, "cached", true);
+	worker_send(worker, answer, cache->data, cache->length);
+}
+
+/* The cache key of a shot: the damage generation first, then the cursor
+ * (both read before the grab: a drawing or a move after them makes the next
+ * shot's key differ). */
+static void shot_key_make(struct worker *worker, const struct shot_request *shot,
+			  const struct screen_cursor *cursor, uint64_t generation,
+			  struct shot_key *key)
+{
+	*key = (struct shot_key){
+		.generation = generation,
+		.screen_width = screen_width(worker->screen),
+		.screen_height = screen_height(worker->screen),
+		.format = shot->format,
+		.quality = shot->format == SHOT_FORMAT_JPEG ? shot->quality : 0,
+		.scale = shot->scale,
+		.x = shot->x, .y = shot->y, .width = shot->width, .height = shot->height,
+		.cursor = shot->cursor,
+	};
+	if (shot->cursor && cursor)
+		screen_cursor_where(cursor, &key->cursor_x, &key->cursor_y, &key->cursor_serial);
+}
+
+/* The shot's file into worker->shots: the cached one when nothing it shows
+ * changed (*cached), else grabbed and encoded. On failure, the HTTP status
+ * and why. */
+static bool shot_make(struct worker *worker, const struct shot_request *shot, int out_width,
+		      int out_height, bool *cached, int *status, char *error, size_t error_size)
+{
+	uint64_t generation = screen_damage_generation(worker->screen);
+	struct screen_cursor *cursor = shot->cursor ? screen_cursor_get(worker->screen) : NULL;
+	struct shot_key key;
+	shot_key_make(worker, shot, cursor, generation, &key);
+	*cached = shot_cache_find(&worker->shots, &key) != NULL;
+	if (*cached) {
+		screen_cursor_free(cursor);
+		return true;
+	}
+	struct screen_image image;
+	*status = 500;
+	if (!screen_grab(worker->grabber, &image, error, error_size)) {
+		screen_cursor_free(cursor);
+		return false;
+	}
+	/* The screen may have shrunk since the region was checked. */
+	if (shot->x + shot->width > image.width || shot->y + shot->height > image.height) {
+		screen_cursor_free(cursor);
+		*status = 400;
+		snprintf(error, error_size, "the region lies outside the %dx%d screen", image.width,
+			 image.height);
+		return false;
+	}
+	image.pixels += (size_t)shot->y * (size_t)image.stride + (size_t)shot->x * 4;
+	image.width = (int)shot->width;
+	image.height = (int)shot->height;
+	if (cursor)
+		screen_cursor_draw(cursor, &image, (int)shot->x, (int)shot->y);
+	screen_cursor_free(cursor);
+	uint8_t *data;
+	size_t length;
+	if (!screen_encode(worker->encoder, &image, shot->format, shot->quality, out_width,
+			   out_height, &data, &length, error, error_size))
+		return false;
+	shot_cache_store(&worker->shots, &key, data, length, out_width, out_height);
+	return true;
+}
+
 static void op_shot(struct worker *worker, double id, const cJSON *request)
 {
 	struct shot_request shot;
@@ -76,37 +157,31 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 			     out_width, out_height);
 		return;
 	}
-	struct screen_image image;
+	bool cached;
+	int status;
 	char error[256];
-	if (!screen_grab(worker->grabber, &image, error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "%s", error);
+	if (!shot_make(worker, &shot, out_width, out_height, &cached, &status, error, sizeof error)) {
+		worker_error(worker, id, status, status == 400 ? "bad_request" : "internal", "%s", error);
 		return;
 	}
-	/* The screen may have shrunk since the region was checked. */
-	if (shot.x + shot.width > image.width || shot.y + shot.height > image.height) {
-		worker_error(worker, id, 400, "bad_request", "the region lies outside the %dx%d screen",
-			     image.width, image.height);
-		return;
-	}
-	image.pixels += (size_t)shot.y * (size_t)image.stride + (size_t)shot.x * 4;
-	image.width = (int)shot.width;
-	image.height = (int)shot.height;
-	if (shot.cursor)
-		screen_draw_cursor(worker->screen, &image, (int)shot.x, (int)shot.y);
-	uint8_t *data;
-	size_t length;
-	if (!screen_encode(worker->encoder, &image, shot.format, shot.quality, out_width, out_height,
-			   &data, &length, error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "%s", error);
-		return;
-	}
-	cJSON *answer = worker_answer(id);
-	cJSON_AddNumberToObject(answer, "width", out_width);
-	cJSON_AddNumberToObject(answer, "height", out_height);
-	cJSON_AddStringToObject(answer, "contentType",
-				shot.format == SHOT_FORMAT_PNG ? "image/png" : "image/jpeg");
-	worker_send(worker, answer, data, length);
-	free(data);
+	shot_answer(worker, id, &shot, &worker->shots, cached);
+}
+
+void worker_warm_up(struct worker *worker)
+{
+	struct shot_request shot = {
+		.format = SHOT_FORMAT_PNG, .quality = 80, .scale = 1, .cursor = true,
+		.width = screen_width(worker->screen), .height = screen_height(worker->screen),
+	};
+	bool cached;
+	int status;
+	char error[256];
+	int64_t start = clock_monotonic_us();
+	if (!shot_make(worker, &shot, (int)shot.width, (int)shot.height, &cached, &status, error,
+		       sizeof error))
+		log_msg(LOG_LEVEL_DEBUG, "warming up: %s", error);
+	else
+		log_msg(LOG_LEVEL_DEBUG, "warmed up in %.1f ms", (double)(clock_monotonic_us() - start) / 1000);
 }
 
 static void op_input(struct worker *worker, double id, const cJSON *request)
@@ -168,6 +243,11 @@ static void op_record_start(struct worker *worker, double id, const cJSON *reque
 		return;
 	}
 	char error[256];
+	/* libavcodec and libavformat are loaded by the first recording. */
+	if (!av_lazy_load(error, sizeof error)) {
+		worker_error(worker, id, 500, "internal", "cannot record: %s", error);
+		return;
+	}
 	worker->record = record_start(worker->screen, path, (int)fps, (int)max_seconds,
 				      worker->wake_fd, error, sizeof error);
 	if (!worker->record) {
@@ -246,6 +326,8 @@ static void op_status(struct worker *worker, double id, const cJSON *request)
 		cJSON_AddNumberToObject(answer, "height", screen_height(worker->screen));
 		cJSON_AddBoolToObject(answer, "shm", screen_grabber_uses_shm(worker->grabber));
 	}
+	cJSON_AddNumberToObject(answer, "shotsEncoded", (double)worker->shots.encodes);
+	cJSON_AddNumberToObject(answer, "shotsCached", (double)worker->shots.hits);
 	worker_send(worker, answer, NULL, 0);
 }
 

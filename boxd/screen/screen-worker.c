@@ -9,7 +9,8 @@
  * /tmp/.X11-unix (inotify, no polling) to connect as soon as it is back.
  * When a connected server goes away the worker exits with
  * SCREEN_EXIT_X_LOST and boxd starts a new one. It exits 0 when boxd closes
- * its end (boxd stopped or died), finishing a recording first. */
+ * its end (boxd stopped or died, or retired an idle worker), finishing a
+ * recording first. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -79,9 +80,52 @@ static bool worker_read_request(struct worker *worker)
 		return false;
 	}
 	char error[512];
+	worker->quiet_since_ms = clock_monotonic_ms();
+	worker->idle_told = false;
 	worker_handle(worker, request, error, sizeof error);
 	cJSON_Delete(request);
 	return true;
+}
+
+/* What keeps the worker from being idle: a recording running. */
+static bool worker_busy(const struct worker *worker)
+{
+	return worker->record != NULL || worker_live_watched(worker);
+}
+
+/* Milliseconds until the worker should say it is idle (-1: not to be said,
+ * 0: now). A busy worker's quiet time starts when it stops being busy. */
+static int worker_idle_due_ms(struct worker *worker)
+{
+	int64_t now = clock_monotonic_ms();
+	if (worker_busy(worker))
+		worker->quiet_since_ms = now;
+	if (worker->idle_ms <= 0 || worker->idle_told)
+		return -1;
+	int64_t left = worker->quiet_since_ms + worker->idle_ms - now;
+	return left <= 0 ? 0 : (int)(left > INT_MAX ? INT_MAX : left);
+}
+
+/* Said once a quiet time; boxd closes its end if it has nothing waiting
+ * (a request already on its way keeps the worker: it answers, and its
+ * quiet time starts again). */
+static void worker_tell_idle(struct worker *worker)
+{
+	worker->idle_told = true;
+	cJSON *event = cJSON_CreateObject();
+	cJSON_AddStringToObject(event, "event", "idle");
+	cJSON_AddNumberToObject(event, "quietMs", (double)(clock_monotonic_ms() - worker->quiet_since_ms));
+	worker_send(worker, event, NULL, 0);
+}
+
+/* The earlier of two poll timeouts (-1: none). */
+static int worker_sooner(int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
 }
 
 /* ---- main ---- */
@@ -100,6 +144,11 @@ static void worker_loop(struct worker *worker)
 		if (worker->screen && screen_handle_events(worker->screen))
 			worker_live_poke(worker);
 		int timeout = worker->input ? input_restore_due_ms(worker->input) : -1;
+		int idle = worker_idle_due_ms(worker);
+		if (idle == 0)
+			worker_tell_idle(worker);
+		else
+			timeout = worker_sooner(timeout, idle);
 		int ready = poll(fds, 4, timeout);
 		if (ready < 0 && errno != EINTR) {
 			log_msg(LOG_LEVEL_ERROR, "poll: %s", strerror(errno));
@@ -125,7 +174,7 @@ static void worker_loop(struct worker *worker)
 
 static void worker_usage(void)
 {
-	fprintf(stderr, "usage: boxd-screen [--display :N] [--fd N] [--verbose]\n"
+	fprintf(stderr, "usage: boxd-screen [--display :N] [--fd N] [--idle-exit S] [--warm] [--verbose]\n"
 			"boxd starts this worker itself; see docs/screen.md.\n");
 }
 
@@ -136,15 +185,20 @@ int main(int argc, char **argv)
 	static const struct option options[] = {
 		{ "display", required_argument, NULL, 'd' },
 		{ "fd", required_argument, NULL, 'f' },
+		{ "idle-exit", required_argument, NULL, 'i' },
+		{ "warm", no_argument, NULL, 'w' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int option;
+	bool warm = false;
 	while ((option = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		switch (option) {
 		case 'd': worker.display_name = optarg; break;
 		case 'f': worker.fd = atoi(optarg); break;
+		case 'i': worker.idle_ms = (int64_t)atoi(optarg) * 1000; break;
+		case 'w': warm = true; break;
 		case 'v': log_set_level(LOG_LEVEL_DEBUG); break;
 		default: worker_usage(); return option == 'h' ? 0 : 2;
 		}
@@ -155,13 +209,17 @@ int main(int argc, char **argv)
 	worker.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	worker.encoder = screen_encoder_new();
 	char error[256];
+	worker.quiet_since_ms = clock_monotonic_ms();
 	if (!worker_connect(&worker, error, sizeof error))
 		log_msg(LOG_LEVEL_INFO, "%s; waiting for it", error);
+	else if (warm)
+		worker_warm_up(&worker);
 	worker_loop(&worker);
 	worker_live_stop_all(&worker);
 	worker_stop_recording(&worker, false);
 	input_free(worker.input);
 	screen_encoder_free(worker.encoder);
+	shot_cache_clear(&worker.shots);
 	screen_grabber_free(worker.grabber);
 	screen_close(worker.screen);
 	return 0;

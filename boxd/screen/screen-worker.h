@@ -7,11 +7,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
 #include "live.h"
 #include "screen.h"
+#include "shot-cache.h"
 
 struct worker {
 	const char *display_name;
@@ -19,12 +21,19 @@ struct worker {
 	struct screen *screen; /* NULL while the display is down */
 	struct screen_grabber *grabber;
 	struct screen_encoder *encoder;
+	struct shot_cache shots; /* the last shot's encoding */
 	struct input *input;
 	struct record *record;
 	int wake_fd;          /* eventfd: the recording ended by itself */
 	int watch_fd;         /* inotify on the X socket directory, while down */
 	int announced;        /* display state last told to boxd: -1, 0, 1 */
 	struct live *lives[LIVE_MAX_PIPES]; /* live views (live.c), NULL: free */
+	/* Quiet this long (no request, nothing recording), the worker tells
+	 * boxd it is idle; boxd then closes its end and the worker exits.
+	 * 0: never. */
+	int64_t idle_ms;
+	int64_t quiet_since_ms;
+	bool idle_told;
 };
 
 /* screen-reply.c */
@@ -52,6 +61,11 @@ struct worker_op {
 	void (*run)(struct worker *worker, double id, const cJSON *request);
 };
 const struct worker_op *worker_find_op(const char *name);
+
+/* Takes a full-screen PNG with the cursor (the default shot) into the shot
+ * cache without answering: pages in the grab and encoder paths and keeps the
+ * result, so boxd's first shot is quick. */
+void worker_warm_up(struct worker *worker);
 
 /* The recording thread signalled its end: finish it and tell boxd. */
 void worker_on_record_wake(struct worker *worker);

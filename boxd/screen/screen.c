@@ -349,28 +349,65 @@ static void screen_blend_pixel(uint8_t *pixel, unsigned long argb, enum screen_l
 	*third = (uint8_t)(red + (*third * keep + 127) / 255);
 }
 
-void screen_draw_cursor(struct screen *screen, struct screen_image *image, int origin_x,
-			int origin_y)
+struct screen_cursor {
+	XFixesCursorImage *image;
+};
+
+struct screen_cursor *screen_cursor_get(struct screen *screen)
 {
 	if (!screen->has_xfixes)
-		return;
-	XFixesCursorImage *cursor = XFixesGetCursorImage(screen->display);
+		return NULL;
+	XFixesCursorImage *image = XFixesGetCursorImage(screen->display);
+	if (!image)
+		return NULL;
+	struct screen_cursor *cursor = xcalloc(1, sizeof *cursor);
+	cursor->image = image;
+	return cursor;
+}
+
+void screen_cursor_free(struct screen_cursor *cursor)
+{
 	if (!cursor)
 		return;
-	int left = cursor->x - cursor->xhot - origin_x;
-	int top = cursor->y - cursor->yhot - origin_y;
-	for (int row = 0; row < cursor->height; row++) {
+	XFree(cursor->image);
+	free(cursor);
+}
+
+void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y,
+			 unsigned long *serial)
+{
+	*x = cursor->image->x;
+	*y = cursor->image->y;
+	*serial = cursor->image->cursor_serial;
+}
+
+void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image *image,
+			int origin_x, int origin_y)
+{
+	const XFixesCursorImage *sprite = cursor->image;
+	int left = sprite->x - sprite->xhot - origin_x;
+	int top = sprite->y - sprite->yhot - origin_y;
+	for (int row = 0; row < sprite->height; row++) {
 		int y = top + row;
 		if (y < 0 || y >= image->height)
 			continue;
-		for (int column = 0; column < cursor->width; column++) {
+		for (int column = 0; column < sprite->width; column++) {
 			int x = left + column;
 			if (x < 0 || x >= image->width)
 				continue;
 			uint8_t *pixel = image->pixels + (size_t)y * (size_t)image->stride + (size_t)x * 4;
-			screen_blend_pixel(pixel, cursor->pixels[row * cursor->width + column],
+			screen_blend_pixel(pixel, sprite->pixels[row * sprite->width + column],
 					   image->layout);
 		}
 	}
-	XFree(cursor);
+}
+
+void screen_draw_cursor(struct screen *screen, struct screen_image *image, int origin_x,
+			int origin_y)
+{
+	struct screen_cursor *cursor = screen_cursor_get(screen);
+	if (!cursor)
+		return;
+	screen_cursor_draw(cursor, image, origin_x, origin_y);
+	screen_cursor_free(cursor);
 }

@@ -72,4 +72,17 @@ bool screen_grabber_uses_shm(const struct screen_grabber *grabber);
 void screen_draw_cursor(struct screen *screen, struct screen_image *image,
 			int origin_x, int origin_y);
 
+/* The pointer's cursor as one read gives it (one round trip): where it is
+ * and which sprite it shows, and its picture to draw. NULL when the server
+ * has no XFixes. Lets a caller key a cache on the same reading it draws. */
+struct screen_cursor;
+struct screen_cursor *screen_cursor_get(struct screen *screen);
+void screen_cursor_free(struct screen_cursor *cursor);
+/* The hot spot's position and the sprite's serial (a new number whenever
+ * the sprite changes). */
+void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y,
+			 unsigned long *serial);
+void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image *image,
+			int origin_x, int origin_y);
+
 #endif
