@@ -131,8 +131,13 @@ def test_scale_and_fps(box, viewers, display, tmp_path):
     assert (info["width"], info["height"]) == (640, 400)
     times = [f[1] for f in viewer.fragments[1:]]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    # At most 5 frames a second, however fast the screen moves.
-    assert gaps and min(gaps) >= 199, gaps
+    # At most 5 frames a second, however fast the screen moves. A frame
+    # grabbed late (a loaded machine) is preceded by a filler: the previous
+    # picture again, starting exactly one interval after it (live.c), so a
+    # short gap may only follow a gap of exactly one interval.
+    assert gaps, times
+    for i, gap in enumerate(gaps):
+        assert gap >= 199 or (i > 0 and abs(gaps[i - 1] - 200) <= 1), gaps
     assert 5 <= len(times) <= 16, times
 
 
