@@ -7,6 +7,8 @@ import struct
 import subprocess
 import time
 
+import pytest
+
 HEADER = struct.Struct("=II")
 
 
@@ -239,3 +241,15 @@ def probe_video(path):
     stream["duration"] = float(data.get("format", {}).get("duration", 0) or 0)
     stream["nb_read_frames"] = int(stream.get("nb_read_frames", 0) or 0)
     return stream
+
+
+# The fixtures of the screen tests (each test module imports them): an Xvfb
+# that answers (Display.wait_ready), and a boxd on it.
+@pytest.fixture
+def display(xvfb):
+    return Display(xvfb).wait_ready()
+
+
+@pytest.fixture
+def box(boxd_factory, display):
+    return boxd_factory(env={"BOXD_TEST_DISPLAY": display.display})

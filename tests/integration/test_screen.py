@@ -9,18 +9,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import assert_error  # noqa: E402
-from screen_helpers import (BOXCTL_BIN, PATTERN_BIN, WORKER_BIN, Display, Worker, Xvfb,  # noqa: E402
+from screen_helpers import (BOXCTL_BIN, PATTERN_BIN, WORKER_BIN, Display, Worker, Xvfb, box, display,  # noqa: E402
                             decode_rgb, pixel, probe_video, worker_pid)
 
-
-@pytest.fixture
-def display(xvfb):
-    return Display(xvfb).wait_ready()
-
-
-@pytest.fixture
-def box(boxd_factory, display):
-    return boxd_factory(env={"BOXD_TEST_DISPLAY": display.display})
 
 
 def start_client(display, *args):

@@ -10,18 +10,9 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from screen_helpers import WORKER_BIN, Display, Worker, decode_rgb, pixel, worker_pid  # noqa: E402
+from screen_helpers import WORKER_BIN, Display, Worker, box, decode_rgb, display, pixel, worker_pid  # noqa: E402
 from test_screen import start_client, wait_for  # noqa: E402
 
-
-@pytest.fixture
-def display(xvfb):
-    return Display(xvfb).wait_ready()
-
-
-@pytest.fixture
-def box(boxd_factory, display):
-    return boxd_factory(env={"BOXD_TEST_DISPLAY": display.display})
 
 
 def shot(box, query=""):
