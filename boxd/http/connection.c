@@ -341,6 +341,9 @@ static void refuse(struct http_conn *conn, int status, const char *message)
 	conn->close_after = true;
 	conn->minor_version = 1;
 	conn->is_head_method = false;
+	/* Whatever else comes is dropped for a moment (a client still sending
+	 * its head reads this answer), except from a client too slow to matter. */
+	conn->body_done = status == 408;
 	char *body = http_error_json(http_error_code(status), message);
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, "Content-Type: application/json\r\n");
