@@ -1,6 +1,7 @@
 #include "connection.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -81,6 +82,7 @@ static struct event_base *loop;
 static int idle_timeout_sec = 60;
 static struct http_conn *connections;
 static size_t connection_count, connection_cap;
+static size_t connection_peak; /* since the heap was last handed back */
 
 size_t http_conn_count(void)
 {
@@ -129,6 +131,22 @@ static void sink_stop(struct http_conn *conn)
 	conn->sink_done = NULL;
 }
 
+static void trim_heap(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+/* After many connections have come and gone (a burst of clients, 10,000
+ * idle ones), the heap they used goes back to the system: boxd idles small. */
+static void maybe_trim(void)
+{
+	if (connection_count == 0 && connection_peak >= 256) {
+		connection_peak = 0;
+		struct timeval later = {0, 200 * 1000};
+		event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
+	}
+}
+
 /* Frees now, or when the callback running on it returns. */
 static void conn_free(struct http_conn *conn)
 {
@@ -151,6 +169,7 @@ static void conn_free(struct http_conn *conn)
 	event_free(conn->later);
 	bufferevent_free(conn->bev); /* closes the socket */
 	free(conn);
+	maybe_trim();
 }
 
 static void conn_enter(struct http_conn *conn)
@@ -788,7 +807,8 @@ void http_conn_accept(int fd)
 	if (connections)
 		connections->prev = conn;
 	connections = conn;
-	connection_count++;
+	if (++connection_count > connection_peak)
+		connection_peak = connection_count;
 	bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, INPUT_HIGH);
 	bufferevent_set_max_single_read(conn->bev, READ_SIZE);
