@@ -470,7 +470,10 @@ static void sink_pump(struct http_conn *conn)
 		return;
 	}
 	if (result == PUMP_MORE) {
-		arm_timer(conn, idle_timeout_sec);
+		if (conn->peer_done)
+			conn_free(conn); /* the rest of the body can no longer come */
+		else
+			arm_timer(conn, idle_timeout_sec);
 		return;
 	}
 	event_del(conn->timer);
@@ -520,7 +523,10 @@ static void read_body(struct http_conn *conn)
 {
 	enum pump result = body_pump(conn);
 	if (result == PUMP_MORE) {
-		arm_timer(conn, idle_timeout_sec);
+		if (conn->peer_done)
+			conn_free(conn);
+		else
+			arm_timer(conn, idle_timeout_sec);
 		return;
 	}
 	event_del(conn->timer);
@@ -733,8 +739,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			stop_lingering(conn);
 			if (peer_fully_closed(conn->fd) || http_conn_pending(conn) == 0)
 				conn_free(conn);
-		} else if (!conn->body_done || peer_fully_closed(conn->fd)) {
-			conn_free(conn); /* the body can no longer come, or nobody reads */
+		} else if (peer_fully_closed(conn->fd)) {
+			conn_free(conn); /* nobody reads the answer */
+		} else if (!conn->body_done) {
+			conn_process(conn); /* the body's rest may be in the input yet */
 		}
 	} else {
 		conn_free(conn); /* a socket error, a write that timed out */

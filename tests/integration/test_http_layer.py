@@ -315,6 +315,23 @@ def test_pipelined_requests_after_a_half_close_are_all_answered(boxd):
     assert reader.closed()
 
 
+def test_a_half_closed_client_still_gets_its_answer(boxd):
+    """Shutting the sending side after a whole request is not leaving, even
+    while boxd has not taken all of the body yet (a streamed upload)."""
+    s = connect(boxd)
+    s.sendall(b'PUT /v1/lock HTTP/1.1\r\nContent-Length: 16\r\n\r\n{"locked":false}')
+    s.shutdown(socket.SHUT_WR)
+    reader = Reader(s)
+    assert reader.answer()[0] == 200 and reader.closed()
+    data = tar_gz([member(f"h/f{i}", data=os.urandom(200_000)) for i in range(15)])
+    s = connect(boxd, timeout=60)
+    s.sendall(b"POST /v1/sync/upload?dest=half HTTP/1.1\r\nContent-Length: %d\r\n\r\n"
+              % len(data) + data)
+    s.shutdown(socket.SHUT_WR)
+    status, _, body = Reader(s).answer()
+    assert status == 200 and json.loads(body)["files"] == 15, body
+
+
 def test_chunked_bodies_with_extensions_and_trailers(boxd):
     body = (b"1\r\n{\r\n"
             b"A;name=value;other\r\n\"locked\":f\r\n"
