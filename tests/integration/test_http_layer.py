@@ -3,7 +3,6 @@ error the connection answers by itself, requests split at every byte,
 pipelining, chunked bodies, 100-continue, real clients (curl, Python's
 http.client, Node's fetch), slow heads, the connection cap, and a 1 GiB
 upload streamed through with boxd's memory flat."""
-import http.client
 import json
 import os
 import resource
@@ -16,7 +15,7 @@ import zlib
 
 import pytest
 
-from conftest import MEMORY_SCALE, UnixConnection, wait_for
+from conftest import FLAT_MEMORY_ENV, MEMORY_SCALE, UnixConnection, wait_for
 from synclib import member, tar_gz
 
 
@@ -107,6 +106,17 @@ def exchange(boxd, data, shutdown=False):
 
 
 HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def sockets_of(boxd):
+    """How many sockets boxd has open (its connections among them)."""
+    fds, count = f"/proc/{boxd.proc.pid}/fd", 0
+    for name in os.listdir(fds):
+        try:
+            count += "socket" in os.readlink(f"{fds}/{name}")
+        except FileNotFoundError:
+            pass  # closed meanwhile
+    return count
 
 
 # ---- errors the connection answers by itself ----
@@ -234,10 +244,9 @@ def test_past_the_connection_cap_new_peers_get_503(boxd_factory):
                                      stderr=subprocess.STDOUT, env=instance.env,
                                      preexec_fn=low_limit, start_new_session=True)
     wait_for(instance._answers, timeout=10, what="boxd")
-    idle = []
-    for _ in range(96):
-        idle.append(connect(instance))
-    time.sleep(0.3)
+    before = sockets_of(instance)
+    idle = [connect(instance) for _ in range(96)]
+    wait_for(lambda: sockets_of(instance) >= before + 96, timeout=10, what="boxd to take the 96 connections")
     refused = []
     for _ in range(5):
         s = connect(instance)
@@ -403,19 +412,10 @@ def test_a_client_gone_mid_stream_is_noticed_at_once(boxd):
     while b"tick" not in reader.data:
         reader._more()
 
-    def sockets():
-        fds, count = f"/proc/{boxd.proc.pid}/fd", 0
-        for f in os.listdir(fds):
-            try:
-                count += "socket" in os.readlink(f"{fds}/{f}")
-            except FileNotFoundError:
-                pass  # closed meanwhile
-        return count
-
-    during = sockets()
+    during = sockets_of(boxd)
     s.close()
     # The stream stopped: boxd closed its end at once (the command runs on).
-    wait_for(lambda: sockets() < during, timeout=2, what="the stream's socket to be closed")
+    wait_for(lambda: sockets_of(boxd) < during, timeout=2, what="the stream's socket to be closed")
     assert boxd.call("GET", "/v1/health")[0] == 200
 
 
@@ -566,7 +566,8 @@ def test_a_stalled_upload_stalls_nothing_else_and_a_leaving_one_is_cleaned_up(bo
     assert status == 200 and answer["files"] == 30, answer
 
 
-def test_a_resumable_piece_streams_to_disk(boxd):
+def test_a_resumable_piece_streams_to_disk(boxd_factory):
+    boxd = boxd_factory(env=FLAT_MEMORY_ENV)
     upload_id = boxd.call("POST", "/v1/uploads?dest=r")[1]["uploadId"]
     data = tar_gz([member("r/big", data=os.urandom(40 << 20))])
     s = connect(boxd, timeout=60)
@@ -602,9 +603,10 @@ def stored_tar_gz(size, block):
     yield compressor.flush()
 
 
-def test_one_gib_in_one_request_with_boxd_flat(boxd):
+def test_one_gib_in_one_request_with_boxd_flat(boxd_factory):
     """A 1 GiB tar.gz in one chunked request: extracted as it arrives, with
     boxd's peak resident size under 8 MiB the whole time."""
+    boxd = boxd_factory(env=FLAT_MEMORY_ENV)
     size = 1 << 30
     block = os.urandom(1 << 20)
     s = connect(boxd, timeout=120)

@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from conftest import MEMORY_SCALE, assert_error
+from conftest import FLAT_MEMORY_ENV, MEMORY_SCALE, assert_error
 from synclib import member, snapshot, tar_gz
 
 
@@ -289,9 +289,10 @@ def peak_rss_kib(boxd):
     return int(open(f"/proc/{boxd.proc.pid}/status").read().split("VmHWM:")[1].split()[0])
 
 
-def test_single_request_has_no_size_limit(boxd):
+def test_single_request_has_no_size_limit(boxd_factory):
     """Past the 64 MiB evhttp once allowed: one request of 80 MiB streams
     into the worker as it arrives; boxd holds none of it."""
+    boxd = boxd_factory(env=FLAT_MEMORY_ENV)
     content = os.urandom(80 << 20)
     data = tar_gz([member("big.bin", data=content)])
     del content
