@@ -419,6 +419,26 @@ def test_a_client_gone_mid_stream_is_noticed_at_once(boxd):
     assert boxd.call("GET", "/v1/health")[0] == 200
 
 
+def test_a_repeat_waiting_on_a_request_id_can_leave(boxd):
+    """A repeat of a running X-Request-Id waits for the first call's answer;
+    one whose client leaves is dropped at once, the others still get it."""
+    body = json.dumps({"cmd": "sleep 1; echo once"}).encode()
+    request = (b"POST /v1/exec HTTP/1.1\r\nHost: x\r\nX-Request-Id: wait-1\r\n"
+               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    first = connect(boxd, timeout=30)
+    first.sendall(request)
+    time.sleep(0.3)
+    leaving, staying = connect(boxd), connect(boxd, timeout=30)
+    leaving.sendall(request)
+    staying.sendall(request)
+    time.sleep(0.2)
+    leaving.close()
+    answers = [Reader(s).answer() for s in (first, staying)]
+    assert [a[0] for a in answers] == [200, 200]
+    assert answers[0][2] == answers[1][2] and json.loads(answers[0][2])["stdout"] == "once\n"
+    assert answers[1][1]["x-request-id"] == "wait-1"
+
+
 # ---- real clients ----
 
 def test_curl_sends_a_large_upload_with_100_continue(boxd, tmp_path):
