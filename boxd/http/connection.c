@@ -21,9 +21,12 @@
 #include "log.h"
 #include "xalloc.h"
 
-/* The socket is read into at most this much before reading pauses (a body
- * its consumer has not taken yet, pipelined requests waiting their turn). */
-#define INPUT_HIGH (256u << 10)
+/* The socket is read into at most this much before reading pauses: a body
+ * its consumer has not taken yet (BODY_INPUT_HIGH), or else a head and a
+ * little more (pipelined requests waiting their turn), so a connection
+ * whose request runs long holds no more than that of what it sends. */
+#define BODY_INPUT_HIGH (256u << 10)
+#define HEAD_INPUT_HIGH (HTTP_HEAD_LIMIT + (4u << 10))
 #define READ_SIZE (256u << 10)
 /* A stream's producer hears `drained` once the socket has taken this much. */
 #define STREAM_LOW (64u << 10)
@@ -481,6 +484,7 @@ static void sink_pump(struct http_conn *conn)
 	void *arg = conn->sink_arg;
 	int error = conn->sink_error;
 	sink_stop(conn);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	if (result == PUMP_DONE) {
 		done(arg, true, 0);
 	} else if (result == PUMP_SINK_FAILED) {
@@ -507,6 +511,7 @@ void http_conn_body_to_fd(struct http_conn *conn, int fd,
 	conn->sink_done = done;
 	conn->sink_arg = arg;
 	conn->sink_event = event_new(loop, fd, EV_WRITE, on_sink_writable, conn);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
 	send_continue(conn);
 	/* On the connection's next turn: done() never runs inside this call. */
 	later_soon(conn);
@@ -544,6 +549,7 @@ static void read_body(struct http_conn *conn)
 	struct evbuffer *body = conn->body;
 	conn->body = NULL;
 	conn->state = RUNNING;
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	api_request_run(req, body);
 }
 
@@ -579,6 +585,7 @@ static void start_request(struct http_conn *conn, struct http_head *head)
 	}
 	conn->state = READ_BODY;
 	conn->body = evbuffer_new();
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
 	send_continue(conn);
 	read_body(conn);
 }
@@ -818,7 +825,7 @@ void http_conn_accept(int fd)
 	if (++connection_count > connection_peak)
 		connection_peak = connection_count;
 	bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
-	bufferevent_setwatermark(conn->bev, EV_READ, 0, INPUT_HIGH);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	bufferevent_set_max_single_read(conn->bev, READ_SIZE);
 	/* An answer the client does not read for this long ends the connection. */
 	struct timeval write_limit = {idle_timeout_sec, 0};
