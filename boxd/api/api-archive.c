@@ -47,7 +47,7 @@ static int body_pipe(struct api_request *req)
 		return -1;
 	}
 	fcntl(pair[1], F_SETFL, O_NONBLOCK);
-	fcntl(pair[1], F_SETPIPE_SZ, 256 << 10);
+	fcntl(pair[1], F_SETPIPE_SZ, 1 << 20); /* fewer wakeups; kernel memory, not boxd's */
 	api_body_to_fd(req, pair[1], body_streamed);
 	return pair[0];
 }

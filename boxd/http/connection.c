@@ -1,6 +1,8 @@
 #include "connection.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +75,8 @@ struct http_conn {
 	void (*sink_done)(void *arg, bool complete, int error);
 	void *sink_arg;
 	int sink_error;
+	bool sink_is_pipe; /* the socket splices into it, no copy through boxd */
+	bool no_splice;    /* the socket cannot splice (vsock): read and write */
 	/* the answer */
 	bool streaming, stream_chunked, close_after;
 	bool lingering; /* CLOSING: dropping the rest of an unread body */
@@ -411,6 +416,72 @@ static ssize_t deliver(struct http_conn *conn, struct evbuffer *input, const cha
 	return wrote;
 }
 
+/* How much of the body the next run of data may take straight from the
+ * socket (0: framing comes first, or there is nothing left). */
+static uint64_t data_run(struct http_conn *conn)
+{
+	if (conn->body_kind == HTTP_BODY_LENGTH)
+		return conn->body_left;
+	return http_chunked_data_left(&conn->chunked);
+}
+
+/* With nothing buffered, body data goes from the socket to the sink fd
+ * directly: spliced into a pipe (the archive worker's stdin), or read in
+ * big pieces for a file, instead of libevent's 4 KiB reads and a copy.
+ * Returns what was moved, 0 when the socket has nothing now (or ended),
+ * -1 with *result set when the sink is full or failed. */
+static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
+{
+	static char buffer[256 << 10];
+	if (want > sizeof buffer)
+		want = sizeof buffer;
+	if (conn->sink_is_pipe && !conn->no_splice) {
+		ssize_t moved = splice(conn->fd, NULL, conn->sink_fd, NULL, (size_t)want,
+				       SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (moved >= 0)
+			return moved;
+		if (errno == EAGAIN) {
+			/* The socket is empty or the pipe full: the pipe says which. */
+			struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
+			if (poll(&probe, 1, 0) == 1 && (probe.revents & POLLOUT))
+				return 0;
+			*result = PUMP_BLOCKED;
+			return -1;
+		}
+		if (errno != EINVAL && errno != ENOSYS) {
+			conn->sink_error = errno;
+			*result = PUMP_SINK_FAILED;
+			return -1;
+		}
+		conn->no_splice = true; /* fall back to reading */
+	}
+	if (conn->sink_is_pipe) {
+		/* A pipe takes only what fits: never read more than that. */
+		struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
+		if (poll(&probe, 1, 0) != 1 || !(probe.revents & POLLOUT)) {
+			*result = PUMP_BLOCKED;
+			return -1;
+		}
+		if (want > PIPE_BUF)
+			want = PIPE_BUF;
+	}
+	ssize_t got = read(conn->fd, buffer, (size_t)want);
+	if (got <= 0)
+		return 0; /* nothing now, or the end: the bufferevent sees it too */
+	for (ssize_t done = 0; done < got;) {
+		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
+		if (wrote < 0 && errno == EINTR)
+			continue;
+		if (wrote <= 0) {
+			conn->sink_error = wrote < 0 ? errno : EIO;
+			*result = PUMP_SINK_FAILED;
+			return -1;
+		}
+		done += wrote;
+	}
+	return got;
+}
+
 /* Moves body bytes from the socket's input to the body buffer or the sink. */
 static enum pump body_pump(struct http_conn *conn)
 {
@@ -418,8 +489,21 @@ static enum pump body_pump(struct http_conn *conn)
 	enum pump result = PUMP_MORE;
 	while (!conn->body_done) {
 		struct evbuffer_iovec piece;
-		if (evbuffer_peek(input, -1, NULL, &piece, 1) < 1 || piece.iov_len == 0)
-			return PUMP_MORE;
+		if (evbuffer_peek(input, -1, NULL, &piece, 1) < 1 || piece.iov_len == 0) {
+			uint64_t want = conn->state == RUNNING ? data_run(conn) : 0;
+			ssize_t moved = want ? direct(conn, want, &result) : 0;
+			if (moved < 0)
+				return result;
+			if (moved == 0)
+				return PUMP_MORE;
+			if (conn->body_kind == HTTP_BODY_LENGTH) {
+				conn->body_left -= (uint64_t)moved;
+				conn->body_done = conn->body_left == 0;
+			} else {
+				http_chunked_take(&conn->chunked, (size_t)moved);
+			}
+			continue;
+		}
 		const char *data = piece.iov_base;
 		size_t length = piece.iov_len;
 		if (conn->body_kind == HTTP_BODY_LENGTH) {
@@ -510,6 +594,8 @@ void http_conn_body_to_fd(struct http_conn *conn, int fd,
 	conn->sink_fd = fd;
 	conn->sink_done = done;
 	conn->sink_arg = arg;
+	struct stat st;
+	conn->sink_is_pipe = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 	conn->sink_event = event_new(loop, fd, EV_WRITE, on_sink_writable, conn);
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
 	send_continue(conn);

@@ -345,3 +345,8 @@ void http_chunked_take(struct http_chunked *c, size_t length)
 	if (!c->remaining)
 		c->state = CHUNK_DATA_CR;
 }
+
+uint64_t http_chunked_data_left(const struct http_chunked *c)
+{
+	return c->state == CHUNK_DATA ? c->remaining : 0;
+}

@@ -78,6 +78,9 @@ void http_chunked_init(struct http_chunked *chunked);
  * http_chunked_take(); otherwise *used bytes of framing were taken. */
 enum http_chunked_result http_chunked_feed(struct http_chunked *chunked, const char *data,
 					   size_t length, size_t *used);
+/* How many bytes of the current chunk's data are still to come (0 when the
+ * decoder is not inside a chunk's data). */
+uint64_t http_chunked_data_left(const struct http_chunked *chunked);
 /* `length` bytes of data (at most what DATA offered) were consumed. */
 void http_chunked_take(struct http_chunked *chunked, size_t length);
 

@@ -249,7 +249,10 @@ def test_past_the_connection_cap_new_peers_get_503(boxd_factory):
     refused = []
     for _ in range(5):
         s = connect(instance)
-        s.sendall(HEALTH)
+        try:
+            s.sendall(HEALTH)
+        except BrokenPipeError:
+            pass  # answered and closed before a byte was read: the answer is there
         refused.append(error_of(Reader(s).answer()))
         s.close()
     assert refused == [(503, "unavailable")] * 5
