@@ -238,6 +238,9 @@ void api_reply_json(struct api_request *req, int status, cJSON *body)
 }
 
 static void reply_error_va(struct api_request *req, int status, const char *code,
+			   const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void reply_error_va(struct api_request *req, int status, const char *code,
 			   const char *fmt, va_list ap)
 {
 	char message[1024];
