@@ -166,7 +166,7 @@ static void call_finish_if_done(struct archive_call *call)
 	call->done(&result, call->arg);
 	free(call->output);
 	free(call);
-	/* The caller frees its input (a request body of up to 64 MiB) once
+	/* The caller frees its input (a manifest, an upload's buffer) once
 	 * done() has answered; then hand the heap back, so one big call does not leave boxd's
 	 * resident size high. A single one-shot timer, not a poll. */
 	struct timeval later = {.tv_usec = 200 * 1000};

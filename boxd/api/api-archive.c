@@ -1,6 +1,10 @@
 #include "api-archive.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "http/api.h"
@@ -24,8 +28,31 @@ static void on_client_gone(struct api_request *req)
 		archive_call_cancel(pending->call);
 }
 
-/* The request's body is the worker's input: it must outlive the call, so
- * the request is answered only from done(). */
+/* The worker's input is the request's body, streamed in as it arrives: a
+ * client that leaves mid-body is one that is gone. */
+static void body_streamed(struct api_request *req, bool complete, int error)
+{
+	if (!complete && error == ECONNRESET)
+		on_client_gone(req);
+}
+
+/* A pipe the connection feeds the request's body into, at the pace the
+ * worker reads it; its reading end (the worker's stdin), or -1 after
+ * answering. */
+static int body_pipe(struct api_request *req)
+{
+	int pair[2];
+	if (pipe2(pair, O_CLOEXEC) < 0) {
+		api_reply_error(req, 500, "internal", "cannot make a pipe for the body: %s", strerror(errno));
+		return -1;
+	}
+	fcntl(pair[1], F_SETFL, O_NONBLOCK);
+	fcntl(pair[1], F_SETPIPE_SZ, 1 << 20); /* fewer wakeups; kernel memory, not boxd's */
+	api_body_to_fd(req, pair[1], body_streamed);
+	return pair[0];
+}
+
+/* The request is answered only from done(), after the worker ended. */
 static void watch_client(struct worker_call *pending, struct archive_call *call)
 {
 	if (!call)
@@ -33,12 +60,6 @@ static void watch_client(struct worker_call *pending, struct archive_call *call)
 	pending->call = call;
 	api_set_data(pending->req, pending, NULL);
 	api_on_client_gone(pending->req, on_client_gone);
-}
-
-static const void *input_of(struct api_request *req, int input_fd, size_t *length)
-{
-	*length = 0;
-	return input_fd >= 0 ? NULL : api_body(req, length);
 }
 
 static void call_done(const struct archive_call_result *result, void *arg)
@@ -53,12 +74,11 @@ static void call_done(const struct archive_call_result *result, void *arg)
 void api_archive_call(struct api_request *req, const char *const args[], int input_fd,
 		      size_t output_limit, api_archive_done_fn done, void *arg)
 {
+	if (input_fd < 0 && (input_fd = body_pipe(req)) < 0)
+		return;
 	struct worker_call *pending = xcalloc(1, sizeof *pending);
 	*pending = (struct worker_call){.req = req, .done = done, .arg = arg};
-	size_t length;
-	const void *input = input_of(req, input_fd, &length);
-	watch_client(pending, archive_call(args, input, length, input_fd, output_limit, call_done,
-					   pending));
+	watch_client(pending, archive_call(args, NULL, 0, input_fd, output_limit, call_done, pending));
 }
 
 char *api_upload_dest(struct api_request *req)
@@ -96,9 +116,12 @@ static void upload_done(struct upload_result *result, void *arg)
 void api_upload_extract(struct api_request *req, const char *dest, int input_fd,
 			void (*after)(void *arg, bool ok), void *arg)
 {
+	if (input_fd < 0 && (input_fd = body_pipe(req)) < 0) {
+		if (after)
+			after(arg, false);
+		return;
+	}
 	struct worker_call *pending = xcalloc(1, sizeof *pending);
 	*pending = (struct worker_call){.req = req, .after = after, .arg = arg};
-	size_t length;
-	const void *input = input_of(req, input_fd, &length);
-	watch_client(pending, upload_extract(dest, input, length, input_fd, upload_done, pending));
+	watch_client(pending, upload_extract(dest, NULL, 0, input_fd, upload_done, pending));
 }

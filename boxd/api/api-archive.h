@@ -14,8 +14,9 @@ struct api_request;
 typedef void (*api_archive_done_fn)(struct api_request *req,
 				    const struct archive_call_result *result, void *arg);
 
-/* Runs boxd-archive with `args` on the request's body (input_fd < 0) or on
- * `input_fd` (taken over); done() runs once and answers the request. */
+/* Runs boxd-archive with `args` on the request's body, streamed in as it
+ * arrives (input_fd < 0; the route has API_STREAM_BODY) or on `input_fd`
+ * (taken over); done() runs once and answers the request. */
 void api_archive_call(struct api_request *req, const char *const args[], int input_fd,
 		      size_t output_limit, api_archive_done_fn done, void *arg);
 
@@ -23,7 +24,7 @@ void api_archive_call(struct api_request *req, const char *const args[], int inp
  * NULL after answering 400. Caller frees. */
 char *api_upload_dest(struct api_request *req);
 
-/* Extracts the request's body (input_fd < 0) or the file open on `input_fd`
+/* Extracts the request's body, streamed (input_fd < 0), or the file open on `input_fd`
  * (a finished resumable upload; taken over) into `dest` and answers with the
  * contract's {"ok","dest","files","bytes"} or the error. `after`, if given,
  * runs after the answer with `arg` and whether it succeeded. */

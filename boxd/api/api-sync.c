@@ -4,8 +4,8 @@
  * Both run in the boxd-archive worker, so neither libcrypto nor libarchive
  * is ever loaded into boxd (they would double its idle resident size): the
  * diff hashes on the worker's threads with the hash cache in RUN_DIR, the
- * upload extracts in its sandbox. boxd only pipes the body in and the JSON
- * answer out. */
+ * upload extracts in its sandbox. boxd only pipes the body in (streamed as
+ * it arrives, of any size: API_STREAM_BODY) and the JSON answer out. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,8 +93,8 @@ static void handle_upload(struct api_request *req)
 }
 
 const struct api_route api_sync_routes[] = {
-	{"POST", "/v1/sync/diff", 0, API_MAX_BODY, handle_diff},
-	{"POST", "/v1/sync/upload", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, API_MAX_BODY,
+	{"POST", "/v1/sync/diff", API_STREAM_BODY, 0, handle_diff},
+	{"POST", "/v1/sync/upload", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY, 0,
 	 handle_upload},
 	{0},
 };

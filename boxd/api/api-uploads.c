@@ -3,8 +3,8 @@
  * Upload-Offset, HEAD /v1/uploads/{id}, POST /v1/uploads/{id}/finish, and
  * DELETE /v1/uploads/{id} to give one up.
  *
- * Pieces are appended to WORK/.sbx/uploads/<id>.part on disk (never held in
- * memory beyond the piece in flight), beside <id>.dest naming the
+ * Pieces are streamed from the socket into WORK/.sbx/uploads/<id>.part on
+ * disk as they arrive (never held in memory), of any size, beside <id>.dest naming the
  * destination; the state is those two files, so an upload survives a boxd
  * restart. Finish hands the file to the archive worker as its stdin.
  * Uploads untouched for a day are removed when a new one starts. */
@@ -135,49 +135,38 @@ static void handle_create(struct api_request *req)
 	free(dest);
 }
 
+/* A piece being written: the connection streams the body straight into
+ * the .part file at its offset, at the pace the socket brings it. */
 struct piece {
-	struct api_request *req;
 	char id[ID_LENGTH + 1];
-	int fd;
-	const char *data;
-	size_t length;
+	char *path;
 	off_t offset;
-	int error;
 };
 
-static void piece_write(void *arg)
+static void piece_release(void *data)
 {
-	struct piece *piece = arg;
-	size_t done = 0;
-	while (done < piece->length) {
-		ssize_t wrote = pwrite(piece->fd, piece->data + done, piece->length - done,
-				       piece->offset + (off_t)done);
-		if (wrote < 0) {
-			if (errno == EINTR)
-				continue;
-			piece->error = errno;
-			/* Nothing half-done: the offset stays where it was. */
-			(void)!ftruncate(piece->fd, piece->offset);
-			return;
-		}
-		done += (size_t)wrote;
-	}
+	struct piece *piece = data;
+	busy_release(piece->id);
+	free(piece->path);
+	free(piece);
 }
 
-static void piece_done(void *arg)
+static void piece_written(struct api_request *req, bool complete, int error)
 {
-	struct piece *piece = arg;
-	close(piece->fd);
-	busy_release(piece->id);
-	if (piece->error) {
-		api_reply_error(piece->req, 500, "internal", "cannot store the piece: %s",
-				strerror(piece->error));
-	} else {
-		cJSON *answer = cJSON_CreateObject();
-		cJSON_AddNumberToObject(answer, "offset", (double)(piece->offset + (off_t)piece->length));
-		api_reply_json(piece->req, 200, answer);
+	struct piece *piece = api_data(req);
+	if (!complete) {
+		/* Cut short (the client left), a failed write (disk full) or a
+		 * malformed body: nothing half-done, the offset stays where it was. */
+		(void)!truncate(piece->path, piece->offset);
+		api_reply_error(req, error == EPROTO ? 400 : 500, error == EPROTO ? "bad_request" : "internal",
+				"cannot store the piece: %s", strerror(error));
+		return;
 	}
-	free(piece);
+	struct stat st;
+	bool sized = stat(piece->path, &st) == 0;
+	cJSON *answer = cJSON_CreateObject();
+	cJSON_AddNumberToObject(answer, "offset", sized ? (double)st.st_size : (double)piece->offset);
+	api_reply_json(req, 200, answer);
 }
 
 static void handle_put(struct api_request *req)
@@ -197,11 +186,11 @@ static void handle_put(struct api_request *req)
 		return;
 	}
 	char *part_path = spool_file(api_config(req)->work_dir, id, "part");
-	int fd = open(part_path, O_WRONLY | O_CLOEXEC);
-	free(part_path);
+	int fd = open(part_path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		busy_release(id);
+		free(part_path);
 		if (fd >= 0)
 			close(fd);
 		api_reply_error(req, 500, "internal", "cannot open upload %s: %s", id, strerror(errno));
@@ -209,6 +198,7 @@ static void handle_put(struct api_request *req)
 	}
 	if (st.st_size != offset) {
 		busy_release(id);
+		free(part_path);
 		close(fd);
 		char header[32];
 		snprintf(header, sizeof header, "%lld", (long long)st.st_size);
@@ -218,18 +208,11 @@ static void handle_put(struct api_request *req)
 		return;
 	}
 	struct piece *piece = xcalloc(1, sizeof *piece);
-	piece->req = req;
 	strcpy(piece->id, id);
-	piece->fd = fd;
+	piece->path = part_path;
 	piece->offset = offset;
-	/* The body stays valid until the answer; the write is on its own
-	 * thread so a 64 MiB piece does not stall the loop. */
-	piece->data = api_body(req, &piece->length);
-	/* Written here, on the loop: the body belongs to the connection, which
-	 * may go at any moment, and copying it for a thread would cost as much
-	 * as the write into the page cache does. */
-	piece_write(piece);
-	piece_done(piece);
+	api_set_data(req, piece, piece_release);
+	api_body_to_fd(req, fd, piece_written);
 }
 
 static void handle_head(struct api_request *req)
@@ -330,7 +313,8 @@ static void handle_delete(struct api_request *req)
 
 const struct api_route api_uploads_routes[] = {
 	{"POST", "/v1/uploads", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_create},
-	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, API_MAX_BODY, handle_put},
+	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY, 0,
+	 handle_put},
 	{"HEAD", "/v1/uploads/{}", 0, 0, handle_head},
 	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_finish},
 	{"DELETE", "/v1/uploads/{}", API_IDEMPOTENT, 0, handle_delete},

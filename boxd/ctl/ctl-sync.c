@@ -28,7 +28,7 @@
 #include "manifest.h"
 #include "xalloc.h"
 
-#define SINGLE_UPLOAD_LIMIT (60u << 20) /* under the API's 64 MiB */
+#define SINGLE_UPLOAD_LIMIT (60u << 20) /* larger syncs go in resumable pieces */
 #define PIECE_SIZE (16u << 20)
 
 extern char **environ;

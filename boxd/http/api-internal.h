@@ -1,13 +1,37 @@
-/* api-internal.h: the router's face towards the server (server.c). */
+/* api-internal.h: the router's face towards the connections (connection.c)
+ * and the server (server.c). */
 #ifndef BOXD_API_INTERNAL_H
 #define BOXD_API_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+struct api_request;
 struct boxd_config;
 struct event_base;
-struct evhttp;
+struct evbuffer;
+struct http_conn;
+struct http_head;
 
-/* Routes every request of `http` through the router. Handlers find `base`
- * and `config` (kept, not copied) through api_base() and api_config(). */
-void api_attach(struct evhttp *http, struct event_base *base, const struct boxd_config *config);
+/* Handlers find `base` and `config` (kept, not copied) through api_base()
+ * and api_config(). */
+void api_setup(struct event_base *base, const struct boxd_config *config);
+
+/* A request's head arrived on `conn` (the head is taken over): its route is
+ * looked up. The request then runs (api_request_run), is answered by the
+ * connection (an error through api_reply_error), or is lost. */
+struct api_request *api_request_begin(struct http_conn *conn, struct http_head *head);
+/* The largest body its route takes, and whether it takes it as a stream. */
+size_t api_request_body_limit(const struct api_request *req);
+bool api_request_streams_body(const struct api_request *req);
+/* Answers 413: the body (`declared` bytes, 0 when chunked) is over the
+ * route's limit. */
+void api_request_too_large(struct api_request *req, unsigned long long declared);
+/* Applies the shared rules and calls the handler. `body` (taken over) is
+ * the whole body, or NULL when there is none or the route streams it. */
+void api_request_run(struct api_request *req, struct evbuffer *body);
+/* The connection went before the answer: the handler is told (gone), or a
+ * request that never ran is freed. */
+void api_request_lost(struct api_request *req);
 
 #endif

@@ -1,21 +1,22 @@
-/* api.c: the router. Turns an evhttp request into a `struct api_request`,
- * applies the rules every route shares (body limit, lock, X-Request-Id),
- * calls the handler and carries its answer back. */
+/* api.c: the router. Turns a request head from a connection (connection.c)
+ * into a `struct api_request`, applies the rules every route shares (lock,
+ * X-Request-Id), calls the handler and carries its answer back. */
 #include "api.h"
 
+#include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api-internal.h"
 #include "clock.h"
+#include "connection.h"
 #include "health.h"
 #include "http-errors.h"
+#include "http-parser.h"
 #include "lock.h"
 #include "log.h"
 #include "redact-json.h"
@@ -25,27 +26,37 @@
 #include "text.h"
 #include "xalloc.h"
 
+struct query_pair {
+	char *name, *value;
+};
+
 struct api_request {
-	struct evhttp_request *http;
-	struct evhttp_connection *connection;
+	struct http_conn *conn; /* NULL once the client has gone */
+	struct http_head head;
 	const struct api_route *route;
 	char *params[ROUTE_MAX_PARAMS];
 	char *path;
-	struct evkeyvalq query;
+	const char *early_error; /* a path that cannot be routed: answered when run */
+	char allowed[64];        /* the methods a known path takes, when this one is not */
+	struct query_pair *query;
+	size_t query_count;
 	bool query_parsed;
+	struct evbuffer *body;
 	cJSON *json;
+	char *headers; /* response headers added, "Name: value\r\n"... */
 	void *data;
 	void (*release)(void *data);
-	bool gone;
-	bool streaming;
+	bool running, gone, streaming;
 	void (*on_gone)(struct api_request *req);
 	void (*drained)(struct api_request *req);
+	void (*body_done)(struct api_request *req, bool complete, int error);
 	struct request_id_entry *memory;
+	struct request_id_entry *waiting; /* attached to a running X-Request-Id */
 	const char *resume; /* the resource an orphaned X-Request-Id made */
 	bool activity;      /* counted in health's calls in flight */
 };
 
-/* What the server was started with (api_attach). */
+/* What the server was started with (api_setup). */
 static struct event_base *attached_base;
 static const struct boxd_config *attached_config;
 
@@ -59,95 +70,88 @@ struct event_base *api_base(struct api_request *req)
 	return attached_base;
 }
 
+void api_setup(struct event_base *base, const struct boxd_config *config)
+{
+	attached_base = base;
+	attached_config = config;
+}
+
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
 struct waiter_list {
-	struct evhttp_request **items;
+	struct api_request **items;
 	size_t count;
 };
 
-static const char *method_name(enum evhttp_cmd_type type)
-{
-	switch (type) {
-	case EVHTTP_REQ_GET: return "GET";
-	case EVHTTP_REQ_POST: return "POST";
-	case EVHTTP_REQ_HEAD: return "HEAD";
-	case EVHTTP_REQ_PUT: return "PUT";
-	case EVHTTP_REQ_DELETE: return "DELETE";
-	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-	case EVHTTP_REQ_TRACE: return "TRACE";
-	case EVHTTP_REQ_CONNECT: return "CONNECT";
-	case EVHTTP_REQ_PATCH: return "PATCH";
-	}
-	return "UNKNOWN";
-}
-
-/* ---- answering raw evhttp requests (also used for waiters) ---- */
-
-static void send_raw(struct evhttp_request *http, int status, const char *content_type,
-		     const void *data, size_t length, const char *request_id)
-{
-	struct evkeyvalq *headers = evhttp_request_get_output_headers(http);
-	evhttp_add_header(headers, "Content-Type", content_type);
-	if (request_id) {
-		/* Echoed, so masked like everything boxd returns. */
-		char *shown = redact_text(request_id);
-		evhttp_add_header(headers, "X-Request-Id", shown);
-		free(shown);
-	}
-	struct evbuffer *body = evbuffer_new();
-	evbuffer_add(body, data, length);
-	/* With the client gone, evhttp frees the request instead of sending. */
-	evhttp_send_reply(http, status, NULL, body);
-	evbuffer_free(body);
-}
-
-static char *error_json(const char *code, const char *message, size_t *length)
-{
-	cJSON *root = cJSON_CreateObject();
-	cJSON *error = cJSON_AddObjectToObject(root, "error");
-	cJSON_AddStringToObject(error, "code", code);
-	cJSON_AddStringToObject(error, "message", message);
-	char *text = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	*length = strlen(text);
-	return text;
-}
-
-static void send_raw_error(struct evhttp_request *http, int status, const char *code,
-			   const char *message)
-{
-	size_t length;
-	char *text = error_json(code, message, &length);
-	send_raw(http, status, "application/json", text, length, NULL);
-	free(text);
-}
-
 /* ---- request lifetime ---- */
-
-static void on_connection_closed(struct evhttp_connection *connection, void *arg)
-{
-	struct api_request *req = arg;
-	req->gone = true;
-	req->connection = NULL;
-	if (req->on_gone)
-		req->on_gone(req);
-}
 
 static void request_free(struct api_request *req)
 {
 	if (req->activity)
 		health_call_ended();
-	if (req->connection)
-		evhttp_connection_set_closecb(req->connection, NULL, NULL);
 	if (req->release)
 		req->release(req->data);
 	for (int i = 0; i < ROUTE_MAX_PARAMS; i++)
 		free(req->params[i]);
-	if (req->query_parsed)
-		evhttp_clear_headers(&req->query);
+	for (size_t i = 0; i < req->query_count; i++) {
+		free(req->query[i].name);
+		free(req->query[i].value);
+	}
+	free(req->query);
+	if (req->body)
+		evbuffer_free(req->body);
+	if (req->memory && !req->memory->done)
+		request_ids_abandon(req->memory);
 	cJSON_Delete(req->json);
+	free(req->headers);
 	free(req->path);
+	http_head_free(&req->head);
 	free(req);
+}
+
+/* Headers of an answer: its type, the echoed request id, the added ones. */
+static char *answer_headers(struct api_request *req, const char *content_type,
+			    const char *request_id)
+{
+	char *shown = request_id ? redact_text(request_id) : NULL;
+	char *text = xasprintf("Content-Type: %s\r\n%s%s%s%s", content_type,
+			       shown ? "X-Request-Id: " : "", shown ? shown : "", shown ? "\r\n" : "",
+			       req->headers ? req->headers : "");
+	free(shown);
+	return text;
+}
+
+/* Sends a whole answer (if the client is still there) and frees the request. */
+static void send_raw(struct api_request *req, int status, const char *content_type,
+		     const void *data, size_t length, const char *request_id)
+{
+	if (req->conn) {
+		char *headers = answer_headers(req, content_type, request_id);
+		http_conn_respond(req->conn, status, headers, data, length);
+		free(headers);
+		req->conn = NULL;
+	}
+	request_free(req);
+}
+
+static char *error_json(const char *code, const char *message, size_t *length)
+{
+	char *text = http_error_json(code, message);
+	*length = strlen(text);
+	return text;
+}
+
+static void detach_waiter(struct api_request *req)
+{
+	struct waiter_list *waiters = req->waiting ? req->waiting->waiters : NULL;
+	req->waiting = NULL;
+	if (!waiters)
+		return;
+	for (size_t i = 0; i < waiters->count; i++) {
+		if (waiters->items[i] == req) {
+			waiters->items[i] = waiters->items[--waiters->count];
+			return;
+		}
+	}
 }
 
 static void answer_waiters(struct request_id_entry *entry, const void *data, size_t length)
@@ -155,11 +159,13 @@ static void answer_waiters(struct request_id_entry *entry, const void *data, siz
 	struct waiter_list *waiters = entry->waiters;
 	if (!waiters)
 		return;
-	for (size_t i = 0; i < waiters->count; i++)
+	entry->waiters = NULL;
+	for (size_t i = 0; i < waiters->count; i++) {
+		waiters->items[i]->waiting = NULL;
 		send_raw(waiters->items[i], entry->status, entry->content_type, data, length, entry->id);
+	}
 	free(waiters->items);
 	free(waiters);
-	entry->waiters = NULL;
 }
 
 static void remember_answer(struct api_request *req, int status, const char *content_type,
@@ -183,16 +189,43 @@ const char *api_request_resumed(struct api_request *req)
 	return req->resume;
 }
 
+void api_request_lost(struct api_request *req)
+{
+	req->conn = NULL;
+	req->gone = true;
+	if (!req->running) {
+		request_free(req); /* its handler never saw it */
+		return;
+	}
+	if (req->waiting) {
+		detach_waiter(req);
+		request_free(req);
+		return;
+	}
+	if (req->body_done) {
+		/* The body was streaming: its done() tells, instead of on_gone. */
+		void (*done)(struct api_request *, bool, int) = req->body_done;
+		req->body_done = NULL;
+		done(req, false, ECONNRESET);
+		return;
+	}
+	if (req->on_gone)
+		req->on_gone(req);
+}
+
 /* ---- answering ---- */
+
+static const char *echoed_id(struct api_request *req)
+{
+	return req->route && (req->route->flags & API_IDEMPOTENT) ? api_header(req, "X-Request-Id")
+								   : NULL;
+}
 
 void api_reply_bytes(struct api_request *req, int status, const char *content_type,
 		     const void *data, size_t length)
 {
 	remember_answer(req, status, content_type, data, length);
-	const char *id = evhttp_find_header(evhttp_request_get_input_headers(req->http), "X-Request-Id");
-	send_raw(req->http, status, content_type, data, length,
-		 req->route && (req->route->flags & API_IDEMPOTENT) ? id : NULL);
-	request_free(req);
+	send_raw(req, status, content_type, data, length, echoed_id(req));
 }
 
 void api_reply_json(struct api_request *req, int status, cJSON *body)
@@ -203,6 +236,9 @@ void api_reply_json(struct api_request *req, int status, cJSON *body)
 	api_reply_bytes(req, status, "application/json", text, strlen(text));
 	free(text);
 }
+
+static void reply_error_va(struct api_request *req, int status, const char *code,
+			   const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 static void reply_error_va(struct api_request *req, int status, const char *code,
 			   const char *fmt, va_list ap)
@@ -244,13 +280,18 @@ void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 void api_add_header(struct api_request *req, const char *name, const char *value)
 {
 	char *shown = redact_text(value);
-	evhttp_add_header(evhttp_request_get_output_headers(req->http), name, shown);
+	for (char *at = shown; *at; at++)
+		if (*at == '\r' || *at == '\n')
+			*at = ' '; /* a value can never end the header block */
+	char *line = xasprintf("%s%s: %s\r\n", req->headers ? req->headers : "", name, shown);
 	free(shown);
+	free(req->headers);
+	req->headers = line;
 }
 
 /* ---- streaming ---- */
 
-static void on_chunk_written(struct evhttp_connection *connection, void *arg)
+static void on_drained(void *arg)
 {
 	struct api_request *req = arg;
 	if (req->drained && !req->gone)
@@ -277,34 +318,32 @@ void api_stream_start(struct api_request *req, int status, const char *content_t
 	}
 	req->streaming = true;
 	req->drained = drained;
-	if (req->gone)
+	if (!req->conn)
 		return;
-	evhttp_add_header(evhttp_request_get_output_headers(req->http), "Content-Type", content_type);
-	evhttp_send_reply_start(req->http, status, NULL);
+	char *headers = answer_headers(req, content_type, NULL);
+	http_conn_stream_start(req->conn, status, headers, on_drained, req);
+	free(headers);
 }
 
 void api_stream_write(struct api_request *req, const void *data, size_t length)
 {
-	if (req->gone || length == 0)
-		return;
-	struct evbuffer *chunk = evbuffer_new();
-	evbuffer_add(chunk, data, length);
-	evhttp_send_reply_chunk_with_cb(req->http, chunk, on_chunk_written, req);
-	evbuffer_free(chunk);
+	if (req->conn && req->streaming && length)
+		http_conn_stream_write(req->conn, data, length);
 }
 
 size_t api_stream_pending(struct api_request *req)
 {
-	if (req->gone || !req->connection)
-		return 0;
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(req->connection);
-	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+	return req->conn ? http_conn_pending(req->conn) : 0;
 }
 
 void api_stream_end(struct api_request *req)
 {
-	/* evhttp frees a request whose client is gone here too. */
-	evhttp_send_reply_end(req->http);
+	if (req->conn) {
+		if (!req->streaming)
+			api_stream_start(req, 200, "application/octet-stream", NULL);
+		http_conn_stream_end(req->conn);
+		req->conn = NULL;
+	}
 	request_free(req);
 }
 
@@ -312,7 +351,7 @@ void api_stream_end(struct api_request *req)
 
 const char *api_method(struct api_request *req)
 {
-	return method_name(evhttp_request_get_command(req->http));
+	return req->head.method;
 }
 
 const char *api_path(struct api_request *req)
@@ -327,29 +366,79 @@ const char *api_param(struct api_request *req, int index)
 	return req->params[index];
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Query values decode %XX and '+' (a space); a malformed escape stays as it is. */
+static char *query_decode(const char *text, size_t length)
+{
+	char *out = xmalloc(length + 1), *at = out;
+	for (size_t i = 0; i < length; i++) {
+		int high, low;
+		if (text[i] == '+') {
+			*at++ = ' ';
+		} else if (text[i] == '%' && i + 2 < length && (high = hex_digit(text[i + 1])) >= 0 &&
+			   (low = hex_digit(text[i + 2])) >= 0) {
+			*at++ = (char)(high * 16 + low);
+			i += 2;
+		} else {
+			*at++ = text[i];
+		}
+	}
+	*at = '\0';
+	return out;
+}
+
+static void parse_query(struct api_request *req)
+{
+	req->query_parsed = true;
+	const char *query = strchr(req->head.target, '?');
+	if (!query)
+		return;
+	for (const char *at = query + 1; *at;) {
+		const char *end = strchr(at, '&');
+		if (!end)
+			end = at + strlen(at);
+		const char *equals = memchr(at, '=', (size_t)(end - at));
+		if (end > at) {
+			req->query = xrealloc(req->query, (req->query_count + 1) * sizeof *req->query);
+			struct query_pair *pair = &req->query[req->query_count++];
+			const char *name_end = equals ? equals : end;
+			pair->name = query_decode(at, (size_t)(name_end - at));
+			pair->value = equals ? query_decode(equals + 1, (size_t)(end - equals - 1))
+					     : xstrdup("");
+		}
+		at = *end ? end + 1 : end;
+	}
+}
+
 const char *api_query(struct api_request *req, const char *name)
 {
-	if (!req->query_parsed) {
-		req->query.tqh_first = NULL;
-		req->query.tqh_last = &req->query.tqh_first;
-		const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req->http));
-		if (query)
-			evhttp_parse_query_str(query, &req->query);
-		req->query_parsed = true;
-	}
-	return evhttp_find_header(&req->query, name);
+	if (!req->query_parsed)
+		parse_query(req);
+	for (size_t i = 0; i < req->query_count; i++)
+		if (strcmp(req->query[i].name, name) == 0)
+			return req->query[i].value;
+	return NULL;
 }
 
 const char *api_header(struct api_request *req, const char *name)
 {
-	return evhttp_find_header(evhttp_request_get_input_headers(req->http), name);
+	return http_head_get(&req->head, name);
 }
 
 const void *api_body(struct api_request *req, size_t *length)
 {
-	struct evbuffer *buffer = evhttp_request_get_input_buffer(req->http);
-	*length = evbuffer_get_length(buffer);
-	const void *data = evbuffer_pullup(buffer, -1);
+	*length = req->body ? evbuffer_get_length(req->body) : 0;
+	const void *data = *length ? evbuffer_pullup(req->body, -1) : NULL;
 	return data ? data : "";
 }
 
@@ -385,6 +474,35 @@ cJSON *api_body_json(struct api_request *req)
 	return json;
 }
 
+static void on_body_done(void *arg, bool complete, int error)
+{
+	struct api_request *req = arg;
+	void (*done)(struct api_request *, bool, int) = req->body_done;
+	req->body_done = NULL;
+	if (done)
+		done(req, complete, error);
+}
+
+void api_body_to_fd(struct api_request *req, int fd,
+		    void (*done)(struct api_request *req, bool complete, int error))
+{
+	if (!req->conn) {
+		close(fd);
+		if (done)
+			done(req, false, ECONNRESET);
+		return;
+	}
+	req->body_done = done;
+	http_conn_body_to_fd(req->conn, fd, on_body_done, req);
+}
+
+void api_body_abandon(struct api_request *req)
+{
+	if (req->body_done && req->conn)
+		http_conn_body_abandon(req->conn);
+	req->body_done = NULL;
+}
+
 void api_set_data(struct api_request *req, void *data, void (*release)(void *data))
 {
 	req->data = data;
@@ -408,13 +526,14 @@ void api_on_client_gone(struct api_request *req, void (*gone)(struct api_request
 
 /* ---- dispatch ---- */
 
-static void attach_waiter(struct request_id_entry *entry, struct evhttp_request *http)
+static void attach_waiter(struct request_id_entry *entry, struct api_request *req)
 {
 	struct waiter_list *waiters = entry->waiters;
 	if (!waiters)
 		entry->waiters = waiters = xcalloc(1, sizeof *waiters);
 	waiters->items = xrealloc(waiters->items, (waiters->count + 1) * sizeof *waiters->items);
-	waiters->items[waiters->count++] = http;
+	waiters->items[waiters->count++] = req;
+	req->waiting = entry;
 }
 
 /* A repeat of a finished call gets its answer again, read back from the
@@ -431,9 +550,8 @@ static void replay(struct api_request *req, const struct request_id_entry *entry
 				entry->resource ? entry->resource : "");
 		return;
 	}
-	send_raw(req->http, entry->status, entry->content_type, body, length, entry->id);
+	send_raw(req, entry->status, entry->content_type, body, length, entry->id);
 	free(body);
-	request_free(req);
 }
 
 /* Applies the X-Request-Id rule. Returns true when the request was answered
@@ -448,7 +566,7 @@ static bool apply_request_id(struct api_request *req, const char *method)
 		return true;
 	}
 	/* The target is method and whole URI: one id cannot stand for two calls. */
-	char *target = xasprintf("%s %s", method, evhttp_request_get_uri(req->http));
+	char *target = xasprintf("%s %s", method, req->head.target);
 	struct request_id_entry *entry = request_ids_find(id);
 	if (entry && strcmp(entry->target, target) != 0) {
 		free(target);
@@ -456,14 +574,15 @@ static bool apply_request_id(struct api_request *req, const char *method)
 				id, entry->target);
 		return true;
 	}
-	free(target);
 	if (entry && entry->done) {
+		free(target);
 		replay(req, entry);
 		return true;
 	}
 	if (entry && entry->orphaned) {
 		/* Its boxd ended before it answered. What it made (a command) is
 		 * attached to; a call that made nothing yet runs now, once. */
+		free(target);
 		req->memory = entry;
 		if (entry->resource)
 			req->resume = entry->resource;
@@ -473,11 +592,10 @@ static bool apply_request_id(struct api_request *req, const char *method)
 		return false;
 	}
 	if (entry) {
-		attach_waiter(entry, req->http);
-		request_free(req);
+		free(target);
+		attach_waiter(entry, req);
 		return true;
 	}
-	target = xasprintf("%s %s", method, evhttp_request_get_uri(req->http));
 	req->memory = request_ids_begin(id, target, clock_monotonic_ms());
 	free(target);
 	return false;
@@ -486,52 +604,77 @@ static bool apply_request_id(struct api_request *req, const char *method)
 /* The rules every route shares. True when the request was answered. */
 static bool apply_rules(struct api_request *req, const char *method)
 {
-	const struct api_route *route = req->route;
-	size_t limit = route->max_body ? route->max_body : API_DEFAULT_MAX_BODY;
-	size_t length = evbuffer_get_length(evhttp_request_get_input_buffer(req->http));
-	if (length > limit) {
-		api_reply_error(req, 413, "payload_too_large",
-				"the body has %zu bytes; %s %s takes at most %zu", length, method,
-				route->pattern, limit);
-		return true;
-	}
 	if (apply_request_id(req, method))
 		return true;
-	if ((route->flags & API_REFUSED_WHILE_LOCKED) && lock_is_locked()) {
+	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && lock_is_locked()) {
 		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
 		return true;
 	}
 	return false;
 }
 
-static void dispatch(struct evhttp_request *http, void *arg)
+struct api_request *api_request_begin(struct http_conn *conn, struct http_head *head)
 {
-	http_errors_router_answers(http);
-	const char *method = method_name(evhttp_request_get_command(http));
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(http);
-	const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
-	if (!raw_path || raw_path[0] != '/') {
-		send_raw_error(http, 400, "bad_request", "the request target must be a path such as /v1/health");
-		return;
-	}
 	struct api_request *req = xcalloc(1, sizeof *req);
-	req->http = http;
-	req->connection = evhttp_request_get_connection(http);
-	req->path = route_percent_decode(raw_path, strlen(raw_path), NULL);
+	req->conn = conn;
+	req->head = *head;
+	memset(head, 0, sizeof *head);
+	const char *target = req->head.target;
+	size_t raw_length = strcspn(target, "?#");
+	char *raw_path = xstrndup(target, raw_length);
+	req->path = route_percent_decode(raw_path, raw_length, NULL);
 	if (!req->path) {
 		req->path = xstrdup(raw_path);
-		api_reply_bad_request(req, "the path holds a malformed %%-escape");
+		req->early_error = "the path holds a malformed %-escape";
+	} else {
+		bool path_known;
+		req->route = routes_find(req->head.method, raw_path, req->params, &path_known,
+					 req->allowed, sizeof req->allowed);
+		if (!path_known)
+			req->allowed[0] = '\0';
+	}
+	free(raw_path);
+	return req;
+}
+
+size_t api_request_body_limit(const struct api_request *req)
+{
+	return req->route && req->route->max_body ? req->route->max_body : API_DEFAULT_MAX_BODY;
+}
+
+bool api_request_streams_body(const struct api_request *req)
+{
+	return req->route && (req->route->flags & API_STREAM_BODY);
+}
+
+void api_request_too_large(struct api_request *req, unsigned long long declared)
+{
+	req->running = true;
+	char size[64] = "";
+	if (declared)
+		snprintf(size, sizeof size, " has %llu bytes;", declared);
+	api_reply_error(req, 413, "payload_too_large",
+			"the body%s %s %s takes at most %zu bytes (large archives go to "
+			"POST /v1/sync/upload or /v1/uploads, which stream)",
+			declared ? size : " is too large:", req->head.method,
+			req->route ? req->route->pattern : req->path, api_request_body_limit(req));
+}
+
+void api_request_run(struct api_request *req, struct evbuffer *body)
+{
+	req->running = true;
+	req->body = body;
+	const char *method = req->head.method;
+	log_msg(LOG_LEVEL_DEBUG, "%s %s", method, req->path);
+	if (req->early_error) {
+		api_reply_bad_request(req, "%s", req->early_error);
 		return;
 	}
-	bool path_known;
-	char allowed[64];
-	req->route = routes_find(method, raw_path, req->params, &path_known, allowed, sizeof allowed);
-	log_msg(LOG_LEVEL_DEBUG, "%s %s", method, raw_path);
 	if (!req->route) {
-		if (path_known) {
-			api_add_header(req, "Allow", allowed);
+		if (req->allowed[0]) {
+			api_add_header(req, "Allow", req->allowed);
 			api_reply_error(req, 405, "method_not_allowed", "%s takes %s, not %s", req->path,
-					allowed, method);
+					req->allowed, method);
 		} else {
 			api_reply_not_found(req, "no such endpoint: %s %s", method, req->path);
 		}
@@ -543,23 +686,5 @@ static void dispatch(struct evhttp_request *http, void *arg)
 	}
 	if (apply_rules(req, method))
 		return;
-	if (req->connection)
-		evhttp_connection_set_closecb(req->connection, on_connection_closed, req);
 	req->route->handle(req);
-}
-
-void api_attach(struct evhttp *http, struct event_base *base, const struct boxd_config *config)
-{
-	attached_base = base;
-	attached_config = config;
-	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-				   EVHTTP_REQ_PATCH);
-	evhttp_set_max_body_size(http, API_MAX_BODY);
-	/* Past the limit evhttp answers 413 at once and closes. Its lingering
-	 * close (read the rest, then answer) is not used: in libevent 2.1.12 it
-	 * keeps what it reads, so a 10 GB body would cost 10 GB. Its answer
-	 * goes out as the contract's JSON (http-errors.c). */
-	http_errors_attach(http);
-	evhttp_set_gencb(http, dispatch, NULL);
 }

@@ -22,7 +22,6 @@
 
 struct api_request;
 struct boxd_config;
-struct evbuffer;
 struct event_base;
 
 enum api_route_flags {
@@ -32,6 +31,10 @@ enum api_route_flags {
 	API_IDEMPOTENT = 1u << 1,
 	/* Not a "call" for activity.lastCallAt (health, for instance). */
 	API_NOT_ACTIVITY = 1u << 2,
+	/* The body is not read before the handler runs: the handler streams
+	 * it where it goes with api_body_to_fd(), at the pace that takes it.
+	 * No size limit (max_body is ignored). */
+	API_STREAM_BODY = 1u << 3,
 };
 
 /* Default request body limit when a route gives none. */
@@ -45,11 +48,6 @@ struct api_route {
 	void (*handle)(struct api_request *req);
 };
 
-/* evhttp 2.1 reads a whole request body before any handler runs, so bodies
- * are buffered: no route may take more than this (the single-request upload
- * limit of the contract); larger transfers use resumable uploads in pieces. */
-#define API_MAX_BODY (64u << 20)
-
 /* ---- reading the request ---- */
 const char *api_method(struct api_request *req);
 const char *api_path(struct api_request *req); /* decoded path, no query */
@@ -60,6 +58,20 @@ const char *api_query(struct api_request *req, const char *name);
 const char *api_header(struct api_request *req, const char *name);
 /* The request body (never NULL; `length` may be 0). */
 const void *api_body(struct api_request *req, size_t *length);
+/* API_STREAM_BODY routes: streams the body into `fd` (a pipe's writing end
+ * or a file, taken over: closed once the body is in or can no longer come),
+ * reading the socket only as fast as `fd` takes it (100 Continue goes out
+ * first if the client waits for it). done() (optional) runs once, later:
+ * `complete` when the whole body was written, else `error` says why:
+ * ECONNRESET when the client left (then done() runs instead of the
+ * api_on_client_gone callback), EPIPE when the reader of a pipe did, EPROTO
+ * for malformed chunks. A handler may answer before the body is in (an
+ * error): the rest is then not read, done() does not run, and the
+ * connection closes. */
+void api_body_to_fd(struct api_request *req, int fd,
+		    void (*done)(struct api_request *req, bool complete, int error));
+/* Stops feeding the fd given above (closing it); done() does not run. */
+void api_body_abandon(struct api_request *req);
 /* The body parsed as a JSON object. On a malformed or non-object body it
  * replies 400 `bad_request` itself and returns NULL; the handler just returns.
  * An empty body gives an empty object. Owned by the request. */

@@ -1,17 +1,11 @@
-/* http-errors.h: the errors evhttp answers by itself (a body past the
- * limit, a request that is not HTTP) go out with the contract's JSON body
- * instead of libevent's HTML page (http-errors.c). */
+/* http-errors.h: the contract's error body, {"error":{"code","message"}},
+ * for the answers the connection gives before any route (and the router's). */
 #ifndef BOXD_HTTP_ERRORS_H
 #define BOXD_HTTP_ERRORS_H
 
-struct evhttp;
-struct evhttp_request;
-
-/* Watches every new connection's output (evhttp_set_bevcb). */
-void http_errors_attach(struct evhttp *http);
-
-/* The router answers `req`: its connection's output is left alone until
- * the response is complete. */
-void http_errors_router_answers(struct evhttp_request *req);
+/* The contract's code for a status the connection answers by itself. */
+const char *http_error_code(int status);
+/* The JSON text (caller frees). */
+char *http_error_json(const char *code, const char *message);
 
 #endif

@@ -1,6 +1,5 @@
 #include "listeners.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/vm_sockets.h>
 #include <stdio.h>
@@ -212,50 +211,16 @@ static bool peer_allowed(const struct guard *guard, int connection,
 	return false;
 }
 
-void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t length,
-			 struct sockaddr *address, socklen_t *address_length)
+bool listeners_peer_allowed(int listen_fd, int connection, const struct sockaddr *peer,
+			    socklen_t length)
 {
-	if (!address || !address_length)
-		return;
-	if (peer->ss_family != AF_VSOCK) {
-		socklen_t copy = length < *address_length ? length : *address_length;
-		memcpy(address, peer, copy);
-		*address_length = length;
-		return;
+	const struct guard *guard = guard_slot(listen_fd);
+	if (!guard || listen_fd < 0) {
+		log_msg(LOG_LEVEL_ERROR, "a connection on an unguarded listener was refused");
+		return false;
 	}
-	/* An unnamed unix peer: the family alone, exactly what accept() gives
-	 * for a unix client. It must stay this small: libevent 2.1 copies the
-	 * peer address into a field sized for sockaddr_in6 (28 bytes) and
-	 * aborts the process on anything longer (a 110-byte sockaddr_un did). */
-	sa_family_t family = AF_UNIX;
-	memset(address, 0, *address_length);
-	memcpy(address, &family, *address_length < sizeof family ? *address_length : sizeof family);
-	*address_length = sizeof family;
-}
-
-typedef int (*accept4_function)(int, struct sockaddr *, socklen_t *, int);
-
-/* Overrides libc's accept4 for the whole process (libevent calls it through
- * the PLT). Unguarded sockets go straight to the real one. */
-int accept4(int fd, struct sockaddr *address, socklen_t *address_length, int flags)
-{
-	static accept4_function real_accept4;
-	if (!real_accept4)
-		real_accept4 = (accept4_function)dlsym(RTLD_NEXT, "accept4");
-	const struct guard *guard = guard_slot(fd);
-	if (!guard || fd < 0)
-		return real_accept4(fd, address, address_length, flags);
-	for (;;) {
-		struct sockaddr_storage peer;
-		socklen_t length = sizeof peer;
-		memset(&peer, 0, sizeof peer);
-		int connection = real_accept4(fd, (struct sockaddr *)&peer, &length, flags);
-		if (connection < 0)
-			return connection;
-		if (peer_allowed(guard, connection, &peer)) {
-			listeners_present_peer(&peer, length, address, address_length);
-			return connection;
-		}
-		close(connection);
-	}
+	struct sockaddr_storage address;
+	memset(&address, 0, sizeof address);
+	memcpy(&address, peer, length < sizeof address ? length : sizeof address);
+	return peer_allowed(guard, connection, &address);
 }

@@ -2,14 +2,9 @@
  *
  * The unix socket admits peers whose uid (SO_PEERCRED) is 0 or boxd's own;
  * vsock admits the host (CID 2) and any CID added with --vsock-allow-cid.
- * Everyone else is closed at accept, before evhttp sees a byte.
- *
- * How: libevent's listeners call accept4(2). boxd defines accept4 (see
- * listeners.c) so that on a guarded listening socket each accepted peer is
- * checked first. The same hook presents vsock peers to evhttp as unnamed
- * AF_UNIX addresses: evhttp 2.1 calls getnameinfo() on every peer and exits
- * the process when that fails, which it does for AF_VSOCK, and libevent's
- * bufferevents abort on any address longer than a sockaddr_in6. */
+ * Everyone else is closed at accept, before a byte of theirs is read: the
+ * server (server.c) asks listeners_peer_allowed() about each accepted peer,
+ * with the address accept gave (a sockaddr_vm for vsock, used as it is). */
 #ifndef BOXD_LISTENERS_H
 #define BOXD_LISTENERS_H
 
@@ -36,13 +31,10 @@ void listeners_unguard(int listen_fd);
 bool listeners_uid_allowed(uid_t peer_uid, uid_t own_uid);
 bool listeners_cid_allowed(unsigned peer_cid, const unsigned *allowed_cids, int count);
 
-/* What evhttp is told about an accepted peer: a vsock peer becomes an
- * unnamed AF_UNIX address (the family alone, 2 bytes), which glibc's
- * getnameinfo() can name and libevent can store; others pass unchanged.
- * Copies at most *address_length bytes, like accept4. */
-struct sockaddr;
-struct sockaddr_storage;
-void listeners_present_peer(const struct sockaddr_storage *peer, socklen_t length,
-			    struct sockaddr *address, socklen_t *address_length);
+/* Whether the peer just accepted on `listen_fd` (a guarded listener) as
+ * `connection`, from `peer` (what accept gave), may talk to boxd. A refusal
+ * is logged; the caller closes the connection. */
+bool listeners_peer_allowed(int listen_fd, int connection, const struct sockaddr *peer,
+			    socklen_t length);
 
 #endif

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <event2/http.h>
 #include <event2/listener.h>
 #include <libgen.h>
 #include <limits.h>
@@ -14,16 +13,16 @@
 
 #include "api-internal.h"
 #include "clock.h"
+#include "connection.h"
 #include "listeners.h"
 #include "log.h"
 #include "request-ids.h"
 #include "text.h"
 #include "xalloc.h"
 
-static struct evhttp *http;
 static struct event_base *loop;
 static int unix_fd = -1, vsock_fd = -1;
-static struct evhttp_bound_socket *unix_bound;
+static struct evconnlistener *unix_listener, *vsock_listener;
 static char *socket_path;
 /* Watches the socket's directory: a socket file deleted by a careless
  * command (an rm -rf of the run dir) would leave boxd up and unreachable. */
@@ -93,13 +92,26 @@ static void on_listener_error(struct evconnlistener *listener, void *arg)
 		log_msg(LOG_LEVEL_WARNING, "accepting a connection failed: %s", strerror(error));
 }
 
-/* Serves `fd` with evhttp, with the rest-when-out-of-fds rule. */
-static struct evhttp_bound_socket *serve_listener(int fd)
+/* A peer accepted on a listener: checked (uid or CID), then served. */
+static void on_accept(struct evconnlistener *listener, evutil_socket_t fd, struct sockaddr *peer,
+		      int length, void *arg)
 {
-	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(http, fd);
-	if (bound)
-		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound), on_listener_error);
-	return bound;
+	if (!listeners_peer_allowed(evconnlistener_get_fd(listener), fd, peer, (socklen_t)length)) {
+		close(fd);
+		return;
+	}
+	http_conn_accept(fd);
+}
+
+/* Serves `fd` (listening already), with the rest-when-out-of-fds rule. */
+static struct evconnlistener *serve_listener(int fd)
+{
+	/* Backlog 0: libevent leaves the socket's own listen() (1024) alone. */
+	struct evconnlistener *listener =
+		evconnlistener_new(loop, on_accept, NULL, LEV_OPT_CLOSE_ON_FREE, 0, fd);
+	if (listener)
+		evconnlistener_set_error_cb(listener, on_listener_error);
+	return listener;
 }
 
 static bool serve_unix(const char *path, char *error, size_t error_size)
@@ -108,15 +120,15 @@ static bool serve_unix(const char *path, char *error, size_t error_size)
 	if (fd < 0)
 		return false;
 	listeners_guard_unix(fd);
-	struct evhttp_bound_socket *bound = serve_listener(fd);
-	if (!bound) {
+	struct evconnlistener *listener = serve_listener(fd);
+	if (!listener) {
 		snprintf(error, error_size, "cannot serve on %s", path);
 		listeners_unguard(fd);
 		close(fd);
 		return false;
 	}
 	unix_fd = fd;
-	unix_bound = bound;
+	unix_listener = listener;
 	return true;
 }
 
@@ -124,11 +136,11 @@ static bool serve_unix(const char *path, char *error, size_t error_size)
  * listening socket is closed (it can no longer be reached by name). */
 static void recreate_socket(void)
 {
-	if (unix_bound) {
+	if (unix_listener) {
 		listeners_unguard(unix_fd);
-		forget_listener(evhttp_bound_socket_get_listener(unix_bound));
-		evhttp_del_accept_socket(http, unix_bound); /* closes the fd */
-		unix_bound = NULL;
+		forget_listener(unix_listener);
+		evconnlistener_free(unix_listener); /* closes the fd */
+		unix_listener = NULL;
 		unix_fd = -1;
 	}
 	char error[512];
@@ -189,7 +201,8 @@ static void serve_vsock(const struct boxd_config *config)
 		return;
 	}
 	listeners_guard_vsock(vsock_fd, config->allowed_cids, config->allowed_cid_count);
-	if (!serve_listener(vsock_fd)) {
+	vsock_listener = serve_listener(vsock_fd);
+	if (!vsock_listener) {
 		log_msg(LOG_LEVEL_WARNING, "cannot serve vsock port %d; serving on the unix socket only",
 			config->vsock_port);
 		listeners_unguard(vsock_fd);
@@ -207,11 +220,11 @@ bool server_start(struct event_base *base, const struct boxd_config *config, cha
 	request_ids_open(store, clock_monotonic_ms());
 	free(store);
 	loop = base;
-	http = evhttp_new(base);
-	api_attach(http, base, config);
-	/* A client that connects and says nothing, or stops halfway through its
-	 * request, is dropped after this long. */
-	evhttp_set_timeout(http, config->idle_timeout_sec);
+	api_setup(base, config);
+	/* A client that connects and says nothing, or stops between requests,
+	 * is dropped after --idle-timeout; a head must come whole within
+	 * HTTP_HEAD_TIMEOUT_SEC (connection.c). */
+	http_conn_setup(base, config->idle_timeout_sec);
 
 	if (!serve_unix(config->socket_path, error, error_size))
 		return false;
@@ -236,17 +249,17 @@ void server_stop(void)
 	if (watch_fd >= 0)
 		close(watch_fd);
 	watch_fd = -1;
-	if (http) {
-		/* evhttp_free closes the bound sockets and every connection. */
-		evhttp_free(http);
-		http = NULL;
-	}
+	if (unix_listener)
+		evconnlistener_free(unix_listener); /* closes the fd */
+	if (vsock_listener)
+		evconnlistener_free(vsock_listener);
+	unix_listener = vsock_listener = NULL;
+	http_conn_close_all();
 	if (unix_fd >= 0)
 		listeners_unguard(unix_fd);
 	if (vsock_fd >= 0)
 		listeners_unguard(vsock_fd);
 	unix_fd = vsock_fd = -1;
-	unix_bound = NULL;
 	if (socket_path) {
 		unlink(socket_path);
 		free(socket_path);

@@ -1,4 +1,4 @@
-/* server.h: evhttp on boxd's listeners (the unix socket, vsock). */
+/* server.h: boxd's HTTP server on its's listeners (the unix socket, vsock). */
 #ifndef BOXD_SERVER_H
 #define BOXD_SERVER_H
 

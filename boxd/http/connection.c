@@ -1,0 +1,930 @@
+#include "connection.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api-internal.h"
+#include "api.h"
+#include "http-errors.h"
+#include "http-parser.h"
+#include "log.h"
+#include "xalloc.h"
+
+/* The socket is read into at most this much before reading pauses: a body
+ * its consumer has not taken yet (BODY_INPUT_HIGH), or else a head and a
+ * little more (pipelined requests waiting their turn), so a connection
+ * whose request runs long holds no more than that of what it sends. */
+#define BODY_INPUT_HIGH (256u << 10)
+#define HEAD_INPUT_HIGH (HTTP_HEAD_LIMIT + (4u << 10))
+#define READ_SIZE (256u << 10)
+/* A stream's producer hears `drained` once the socket has taken this much. */
+#define STREAM_LOW (64u << 10)
+/* Pipelined requests are not started while this much of earlier answers waits. */
+#define OUTPUT_HIGH (1u << 20)
+/* After an answer that left the body unread (413, an early error), what
+ * still comes is read and dropped for a moment before the close, so a
+ * client still writing its body reads the answer instead of failing its
+ * write (as nginx's lingering close does). */
+#define LINGER_SEC 2
+#define LINGER_BYTES (16u << 20)
+
+enum conn_state {
+	WAIT_HEAD, /* between requests, or in a head */
+	READ_BODY, /* a buffered body, before the request runs */
+	RUNNING,   /* the request runs (and may stream its body into an fd) */
+	CLOSING,   /* the last answer goes out, then the connection closes */
+};
+
+struct http_conn {
+	struct bufferevent *bev;
+	int fd;
+	enum conn_state state;
+	struct event *timer; /* idle, head deadline, body stall */
+	struct event *later; /* continues after an answer, outside the caller's stack */
+	int busy;            /* inside one of its callbacks: freeing waits */
+	bool dead;
+	bool head_started;   /* the timer is the head's deadline */
+	bool peer_done;      /* the peer sent EOF (it may still read: half-close) */
+	/* the request */
+	struct api_request *req;
+	bool is_head_method, keep_alive, expect_continue, continue_sent;
+	int minor_version;
+	enum http_body_kind body_kind;
+	uint64_t body_left; /* Content-Length bodies */
+	struct http_chunked chunked;
+	bool body_done;
+	struct evbuffer *body; /* READ_BODY: what arrived */
+	size_t body_limit;
+	/* a body streamed into an fd */
+	int sink_fd;
+	struct event *sink_event;
+	void (*sink_done)(void *arg, bool complete, int error);
+	void *sink_arg;
+	int sink_error;
+	bool sink_is_pipe; /* the socket splices into it, no copy through boxd */
+	bool no_splice;    /* the socket cannot splice (vsock): read and write */
+	/* the answer */
+	bool streaming, stream_chunked, close_after;
+	bool lingering; /* CLOSING: dropping the rest of an unread body */
+	size_t discarded;
+	void (*drained)(void *arg);
+	void *drained_arg;
+	struct http_conn *prev, *next;
+};
+
+static struct event_base *loop;
+static int idle_timeout_sec = 60;
+static struct http_conn *connections;
+static size_t connection_count, connection_cap;
+static size_t connection_peak; /* since the heap was last handed back */
+
+size_t http_conn_count(void)
+{
+	return connection_count;
+}
+
+size_t http_conn_cap(void)
+{
+	return connection_cap;
+}
+
+/* The cap leaves fds for what boxd runs besides connections (commands'
+ * pipes, workers, files): an eighth of the limit, at least 64. */
+static size_t cap_from_limit(void)
+{
+	struct rlimit limit;
+	if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+		return 16384;
+	size_t total = (size_t)limit.rlim_cur;
+	size_t reserve = total / 8 > 64 ? total / 8 : 64;
+	size_t cap = total > reserve + 16 ? total - reserve : 16;
+	return cap < 65536 ? cap : 65536;
+}
+
+void http_conn_setup(struct event_base *base, int idle_sec)
+{
+	loop = base;
+	idle_timeout_sec = idle_sec > 0 ? idle_sec : 60;
+	connection_cap = cap_from_limit();
+}
+
+static void conn_process(struct http_conn *conn);
+static void conn_lost(struct http_conn *conn);
+
+/* ---- lifetime ---- */
+
+/* The sink's fd was taken over: closed here, once it is done with. */
+static void sink_stop(struct http_conn *conn)
+{
+	if (conn->sink_event)
+		event_free(conn->sink_event);
+	conn->sink_event = NULL;
+	if (conn->sink_fd >= 0)
+		close(conn->sink_fd);
+	conn->sink_fd = -1;
+	conn->sink_done = NULL;
+}
+
+static void trim_heap(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+/* After many connections have come and gone (a burst of clients, 10,000
+ * idle ones), the heap they used goes back to the system: boxd idles small. */
+static void maybe_trim(void)
+{
+	if (connection_count == 0 && connection_peak >= 256) {
+		connection_peak = 0;
+		struct timeval later = {0, 200 * 1000};
+		event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
+	}
+}
+
+/* Frees now, or when the callback running on it returns. */
+static void conn_free(struct http_conn *conn)
+{
+	conn->dead = true;
+	if (conn->busy)
+		return;
+	if (conn->req)
+		conn_lost(conn);
+	sink_stop(conn);
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		connections = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	connection_count--;
+	if (conn->body)
+		evbuffer_free(conn->body);
+	event_free(conn->timer);
+	event_free(conn->later);
+	bufferevent_free(conn->bev); /* closes the socket */
+	free(conn);
+	maybe_trim();
+}
+
+static void conn_enter(struct http_conn *conn)
+{
+	conn->busy++;
+}
+
+/* Leaves a callback: frees a connection that died during it. */
+static void conn_leave(struct http_conn *conn)
+{
+	if (--conn->busy == 0 && conn->dead)
+		conn_free(conn);
+}
+
+/* The client went (or must be dropped) with a request in flight: a body
+ * being streamed ends short (its fd closed), the router tells the handler. */
+static void conn_lost(struct http_conn *conn)
+{
+	struct api_request *req = conn->req;
+	conn->req = NULL;
+	sink_stop(conn);
+	if (req)
+		api_request_lost(req);
+}
+
+static void later_soon(struct http_conn *conn)
+{
+	event_active(conn->later, EV_TIMEOUT, 0);
+}
+
+static void arm_timer(struct http_conn *conn, int seconds)
+{
+	struct timeval delay = {seconds, 0};
+	event_add(conn->timer, &delay);
+}
+
+static int head_timeout(void)
+{
+	return idle_timeout_sec < HTTP_HEAD_TIMEOUT_SEC ? idle_timeout_sec : HTTP_HEAD_TIMEOUT_SEC;
+}
+
+/* ---- writing ---- */
+
+static const char *reason_of(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Content Too Large";
+	case 416: return "Range Not Satisfiable";
+	case 423: return "Locked";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+	}
+}
+
+/* "Date: ..." of this second, formatted once per second. */
+static const char *date_line(void)
+{
+	static time_t last;
+	static char line[64];
+	time_t now = time(NULL);
+	if (now != last) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(line, sizeof line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+		last = now;
+	}
+	return line;
+}
+
+static void write_status(struct evbuffer *out, struct http_conn *conn, int status, const char *headers)
+{
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s", status, reason_of(status), date_line(),
+			    headers ? headers : "");
+	if (conn->close_after)
+		evbuffer_add(out, "Connection: close\r\n", 19);
+	else if (conn->minor_version == 0)
+		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+}
+
+/* Whether this connection can take another request after the answer. */
+static void decide_close(struct http_conn *conn)
+{
+	/* A body not read to its end leaves the stream unframed: close. */
+	if (!conn->keep_alive || !conn->body_done || conn->peer_done)
+		conn->close_after = true;
+}
+
+/* The answer is complete (queued): go on with the next request, or close. */
+static void answered(struct http_conn *conn)
+{
+	conn->req = NULL;
+	conn->streaming = false;
+	conn->drained = NULL;
+	if (conn->sink_done) {
+		/* The handler answered before taking the whole body. */
+		sink_stop(conn);
+		conn->close_after = true;
+	}
+	conn->state = conn->close_after ? CLOSING : WAIT_HEAD;
+	if (conn->state == CLOSING) {
+		bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
+		bufferevent_setwatermark(conn->bev, EV_READ, 0, 0);
+		conn->lingering = !conn->body_done && !conn->peer_done;
+		if (conn->lingering) {
+			arm_timer(conn, LINGER_SEC);
+		} else {
+			bufferevent_disable(conn->bev, EV_READ);
+			event_del(conn->timer);
+		}
+	}
+	later_soon(conn);
+}
+
+void http_conn_respond(struct http_conn *conn, int status, const char *headers,
+		       const void *body, size_t length)
+{
+	decide_close(conn);
+	struct evbuffer *out = bufferevent_get_output(conn->bev);
+	write_status(out, conn, status, headers);
+	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
+	if (!conn->is_head_method && length)
+		evbuffer_add(out, body, length);
+	answered(conn);
+}
+
+void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,
+			    void (*drained)(void *arg), void *arg)
+{
+	decide_close(conn);
+	/* HTTP/1.0 has no chunks: the end of the answer is the end of the connection. */
+	conn->stream_chunked = conn->minor_version >= 1;
+	if (!conn->stream_chunked)
+		conn->close_after = true;
+	struct evbuffer *out = bufferevent_get_output(conn->bev);
+	write_status(out, conn, status, headers);
+	if (conn->stream_chunked)
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+	evbuffer_add(out, "\r\n", 2);
+	conn->streaming = true;
+	conn->drained = drained;
+	conn->drained_arg = arg;
+	bufferevent_setwatermark(conn->bev, EV_WRITE, STREAM_LOW, 0);
+}
+
+void http_conn_stream_write(struct http_conn *conn, const void *data, size_t length)
+{
+	if (!conn->streaming || conn->is_head_method || length == 0)
+		return;
+	struct evbuffer *out = bufferevent_get_output(conn->bev);
+	if (conn->stream_chunked)
+		evbuffer_add_printf(out, "%zx\r\n", length);
+	evbuffer_add(out, data, length);
+	if (conn->stream_chunked)
+		evbuffer_add(out, "\r\n", 2);
+}
+
+void http_conn_stream_end(struct http_conn *conn)
+{
+	if (conn->stream_chunked && !conn->is_head_method)
+		evbuffer_add(bufferevent_get_output(conn->bev), "0\r\n\r\n", 5);
+	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
+	answered(conn);
+}
+
+size_t http_conn_pending(struct http_conn *conn)
+{
+	return evbuffer_get_length(bufferevent_get_output(conn->bev));
+}
+
+/* An error of the connection's own, before any route: JSON, then close. */
+static void refuse(struct http_conn *conn, int status, const char *message)
+{
+	conn->close_after = true;
+	conn->minor_version = 1;
+	conn->is_head_method = false;
+	/* Whatever else comes is dropped for a moment (a client still sending
+	 * its head reads this answer), except from a client too slow to matter. */
+	conn->body_done = status == 408;
+	char *body = http_error_json(http_error_code(status), message);
+	struct evbuffer *out = bufferevent_get_output(conn->bev);
+	write_status(out, conn, status, "Content-Type: application/json\r\n");
+	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+	free(body);
+	answered(conn);
+}
+
+/* ---- bodies ---- */
+
+enum pump {
+	PUMP_MORE,    /* wants more from the socket */
+	PUMP_DONE,
+	PUMP_BLOCKED, /* the sink fd is full */
+	PUMP_ERROR,   /* malformed chunked framing */
+	PUMP_TOO_LARGE,
+	PUMP_SINK_FAILED,
+};
+
+/* Delivers `length` body bytes at the input's start. Returns how many were taken. */
+static ssize_t deliver(struct http_conn *conn, struct evbuffer *input, const char *data,
+		       size_t length, enum pump *result)
+{
+	if (conn->state == READ_BODY) {
+		if (evbuffer_get_length(conn->body) + length > conn->body_limit) {
+			*result = PUMP_TOO_LARGE;
+			return -1;
+		}
+		evbuffer_remove_buffer(input, conn->body, length);
+		return (ssize_t)length;
+	}
+	ssize_t wrote = write(conn->sink_fd, data, length);
+	if (wrote < 0) {
+		conn->sink_error = errno;
+		*result = errno == EAGAIN || errno == EINTR ? PUMP_BLOCKED : PUMP_SINK_FAILED;
+		return -1;
+	}
+	evbuffer_drain(input, (size_t)wrote);
+	if ((size_t)wrote < length) {
+		*result = PUMP_BLOCKED;
+		return wrote;
+	}
+	return wrote;
+}
+
+/* How much of the body the next run of data may take straight from the
+ * socket (0: framing comes first, or there is nothing left). */
+static uint64_t data_run(struct http_conn *conn)
+{
+	if (conn->body_kind == HTTP_BODY_LENGTH)
+		return conn->body_left;
+	return http_chunked_data_left(&conn->chunked);
+}
+
+/* With nothing buffered, body data goes from the socket to the sink fd
+ * directly: spliced into a pipe (the archive worker's stdin), or read in
+ * big pieces for a file, instead of libevent's 4 KiB reads and a copy.
+ * Returns what was moved, 0 when the socket has nothing now (or ended),
+ * -1 with *result set when the sink is full or failed. */
+static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
+{
+	static char buffer[256 << 10];
+	if (want > sizeof buffer)
+		want = sizeof buffer;
+	if (conn->sink_is_pipe && !conn->no_splice) {
+		ssize_t moved = splice(conn->fd, NULL, conn->sink_fd, NULL, (size_t)want,
+				       SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (moved >= 0)
+			return moved;
+		if (errno == EAGAIN) {
+			/* The socket is empty or the pipe full: the pipe says which. */
+			struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
+			if (poll(&probe, 1, 0) == 1 && (probe.revents & POLLOUT))
+				return 0;
+			*result = PUMP_BLOCKED;
+			return -1;
+		}
+		if (errno != EINVAL && errno != ENOSYS) {
+			conn->sink_error = errno;
+			*result = PUMP_SINK_FAILED;
+			return -1;
+		}
+		conn->no_splice = true; /* fall back to reading */
+	}
+	if (conn->sink_is_pipe) {
+		/* A pipe takes only what fits: never read more than that. */
+		struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
+		if (poll(&probe, 1, 0) != 1 || !(probe.revents & POLLOUT)) {
+			*result = PUMP_BLOCKED;
+			return -1;
+		}
+		if (want > PIPE_BUF)
+			want = PIPE_BUF;
+	}
+	ssize_t got = read(conn->fd, buffer, (size_t)want);
+	if (got <= 0)
+		return 0; /* nothing now, or the end: the bufferevent sees it too */
+	for (ssize_t done = 0; done < got;) {
+		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
+		if (wrote < 0 && errno == EINTR)
+			continue;
+		if (wrote <= 0) {
+			conn->sink_error = wrote < 0 ? errno : EIO;
+			*result = PUMP_SINK_FAILED;
+			return -1;
+		}
+		done += wrote;
+	}
+	return got;
+}
+
+/* Moves body bytes from the socket's input to the body buffer or the sink. */
+static enum pump body_pump(struct http_conn *conn)
+{
+	struct evbuffer *input = bufferevent_get_input(conn->bev);
+	enum pump result = PUMP_MORE;
+	while (!conn->body_done) {
+		struct evbuffer_iovec piece;
+		if (evbuffer_peek(input, -1, NULL, &piece, 1) < 1 || piece.iov_len == 0) {
+			uint64_t want = conn->state == RUNNING ? data_run(conn) : 0;
+			ssize_t moved = want ? direct(conn, want, &result) : 0;
+			if (moved < 0)
+				return result;
+			if (moved == 0)
+				return PUMP_MORE;
+			if (conn->body_kind == HTTP_BODY_LENGTH) {
+				conn->body_left -= (uint64_t)moved;
+				conn->body_done = conn->body_left == 0;
+			} else {
+				http_chunked_take(&conn->chunked, (size_t)moved);
+			}
+			continue;
+		}
+		const char *data = piece.iov_base;
+		size_t length = piece.iov_len;
+		if (conn->body_kind == HTTP_BODY_LENGTH) {
+			if (length > conn->body_left)
+				length = (size_t)conn->body_left;
+			ssize_t took = deliver(conn, input, data, length, &result);
+			if (took < 0)
+				return result;
+			conn->body_left -= (uint64_t)took;
+			conn->body_done = conn->body_left == 0;
+			if (result == PUMP_BLOCKED)
+				return result;
+			continue;
+		}
+		size_t used;
+		enum http_chunked_result step = http_chunked_feed(&conn->chunked, data, length, &used);
+		if (step == HTTP_CHUNKED_ERROR)
+			return PUMP_ERROR;
+		if (step != HTTP_CHUNKED_DATA) {
+			evbuffer_drain(input, used);
+			conn->body_done = step == HTTP_CHUNKED_DONE;
+			continue;
+		}
+		ssize_t took = deliver(conn, input, data, used, &result);
+		if (took < 0)
+			return result;
+		http_chunked_take(&conn->chunked, (size_t)took);
+		if (result == PUMP_BLOCKED)
+			return result;
+	}
+	return PUMP_DONE;
+}
+
+static void send_continue(struct http_conn *conn)
+{
+	if (conn->expect_continue && !conn->continue_sent && !conn->body_done) {
+		evbuffer_add(bufferevent_get_output(conn->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		conn->continue_sent = true;
+	}
+}
+
+static void on_sink_writable(evutil_socket_t fd, short what, void *arg);
+
+/* Streams what has arrived into the sink; ends it, or waits for the fd. */
+static void sink_pump(struct http_conn *conn)
+{
+	enum pump result = body_pump(conn);
+	if (result == PUMP_BLOCKED) {
+		event_del(conn->timer); /* the consumer is slow, not the client */
+		event_add(conn->sink_event, NULL);
+		return;
+	}
+	if (result == PUMP_MORE) {
+		if (conn->peer_done)
+			conn_free(conn); /* the rest of the body can no longer come */
+		else
+			arm_timer(conn, idle_timeout_sec);
+		return;
+	}
+	event_del(conn->timer);
+	void (*done)(void *, bool, int) = conn->sink_done;
+	void *arg = conn->sink_arg;
+	int error = conn->sink_error;
+	sink_stop(conn);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
+	if (result == PUMP_DONE) {
+		done(arg, true, 0);
+	} else if (result == PUMP_SINK_FAILED) {
+		done(arg, false, error);
+	} else { /* malformed chunks: the request cannot be trusted */
+		done(arg, false, EPROTO);
+		conn->close_after = true;
+	}
+}
+
+static void on_sink_writable(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	if (conn->sink_done)
+		sink_pump(conn);
+	conn_leave(conn);
+}
+
+void http_conn_body_to_fd(struct http_conn *conn, int fd,
+			  void (*done)(void *arg, bool complete, int error), void *arg)
+{
+	conn->sink_fd = fd;
+	conn->sink_done = done;
+	conn->sink_arg = arg;
+	struct stat st;
+	conn->sink_is_pipe = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+	conn->sink_event = event_new(loop, fd, EV_WRITE, on_sink_writable, conn);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
+	send_continue(conn);
+	/* On the connection's next turn: done() never runs inside this call. */
+	later_soon(conn);
+}
+
+void http_conn_body_abandon(struct http_conn *conn)
+{
+	sink_stop(conn);
+	conn->close_after = true;
+}
+
+/* READ_BODY: gathers the body, then runs the request. */
+static void read_body(struct http_conn *conn)
+{
+	enum pump result = body_pump(conn);
+	if (result == PUMP_MORE) {
+		if (conn->peer_done)
+			conn_free(conn);
+		else
+			arm_timer(conn, idle_timeout_sec);
+		return;
+	}
+	event_del(conn->timer);
+	struct api_request *req = conn->req;
+	if (result == PUMP_TOO_LARGE) {
+		conn->close_after = true;
+		api_request_too_large(req, 0);
+		return;
+	}
+	if (result == PUMP_ERROR) {
+		conn->close_after = true;
+		api_reply_error(req, 400, "bad_request", "the chunked body is malformed");
+		return;
+	}
+	struct evbuffer *body = conn->body;
+	conn->body = NULL;
+	conn->state = RUNNING;
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
+	api_request_run(req, body);
+}
+
+/* ---- heads ---- */
+
+/* Starts the request whose head is `head`. */
+static void start_request(struct http_conn *conn, struct http_head *head)
+{
+	conn->is_head_method = strcmp(head->method, "HEAD") == 0;
+	conn->keep_alive = head->keep_alive;
+	conn->minor_version = head->minor_version;
+	conn->expect_continue = head->expect_continue;
+	conn->continue_sent = false;
+	conn->body_kind = head->body;
+	conn->body_left = head->content_length;
+	conn->body_done = head->body == HTTP_BODY_NONE;
+	http_chunked_init(&conn->chunked);
+	uint64_t declared = head->body == HTTP_BODY_LENGTH ? head->content_length : 0;
+	struct api_request *req = api_request_begin(conn, head);
+	conn->req = req;
+	if (api_request_streams_body(req)) {
+		conn->state = RUNNING;
+		api_request_run(req, NULL);
+		return;
+	}
+	conn->body_limit = api_request_body_limit(req);
+	if (declared > conn->body_limit) {
+		/* Refused from the head alone: the body is never read. */
+		conn->close_after = true;
+		conn->state = RUNNING;
+		api_request_too_large(req, declared);
+		return;
+	}
+	conn->state = READ_BODY;
+	conn->body = evbuffer_new();
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
+	send_continue(conn);
+	read_body(conn);
+}
+
+/* The peer sent all it will: what is still to send goes, then the end. */
+static void close_when_flushed(struct http_conn *conn)
+{
+	conn->state = CLOSING;
+	conn->lingering = false;
+	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
+	event_del(conn->timer);
+	if (http_conn_pending(conn) == 0)
+		conn_free(conn);
+}
+
+/* WAIT_HEAD: looks for a complete head in the input. */
+static void read_head(struct http_conn *conn)
+{
+	struct evbuffer *input = bufferevent_get_input(conn->bev);
+	/* Empty lines before a request line are skipped (RFC 9112 2.2). */
+	for (;;) {
+		unsigned char start[2];
+		if (evbuffer_copyout(input, start, 2) != 2 || start[0] != '\r' || start[1] != '\n')
+			break;
+		evbuffer_drain(input, 2);
+	}
+	size_t length = evbuffer_get_length(input);
+	if (length == 0) {
+		if (conn->peer_done) {
+			close_when_flushed(conn);
+			return;
+		}
+		if (conn->head_started || !evtimer_pending(conn->timer, NULL)) {
+			conn->head_started = false;
+			arm_timer(conn, idle_timeout_sec);
+		}
+		return;
+	}
+	if (!conn->head_started) {
+		conn->head_started = true;
+		arm_timer(conn, head_timeout());
+	}
+	struct evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, NULL);
+	size_t head_length = end.pos >= 0 ? (size_t)end.pos + 4 : 0;
+	if (head_length > HTTP_HEAD_LIMIT || (!head_length && length > HTTP_HEAD_LIMIT)) {
+		refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
+		return;
+	}
+	if (!head_length) {
+		if (conn->peer_done)
+			close_when_flushed(conn); /* a head cut short: nobody to answer */
+		return;
+	}
+	struct http_head head;
+	const char *why = NULL;
+	int status = http_parse_head((const char *)evbuffer_pullup(input, (ev_ssize_t)head_length),
+				     head_length, &head, &why);
+	evbuffer_drain(input, head_length);
+	conn->head_started = false;
+	event_del(conn->timer);
+	if (status) {
+		refuse(conn, status, why);
+		return;
+	}
+	start_request(conn, &head);
+}
+
+static void stop_lingering(struct http_conn *conn)
+{
+	conn->lingering = false;
+	bufferevent_disable(conn->bev, EV_READ);
+	event_del(conn->timer);
+}
+
+/* Does what the connection's state calls for with what has arrived. An
+ * answer given meanwhile brings it back here through `later`, so pipelined
+ * requests take turns with other connections instead of recursing. */
+static void conn_process(struct http_conn *conn)
+{
+	if (conn->dead)
+		return;
+	switch (conn->state) {
+	case WAIT_HEAD:
+		if (http_conn_pending(conn) > OUTPUT_HIGH)
+			return; /* the client reads its answers slowly: wait (on_write) */
+		read_head(conn);
+		break;
+	case READ_BODY:
+		read_body(conn);
+		break;
+	case RUNNING:
+		if (conn->sink_done)
+			sink_pump(conn);
+		break;
+	case CLOSING:
+		if (conn->lingering) {
+			struct evbuffer *input = bufferevent_get_input(conn->bev);
+			conn->discarded += evbuffer_get_length(input);
+			evbuffer_drain(input, evbuffer_get_length(input));
+			if (conn->discarded > LINGER_BYTES)
+				stop_lingering(conn);
+		}
+		if (!conn->lingering && http_conn_pending(conn) == 0)
+			conn_free(conn);
+		break;
+	}
+}
+
+/* ---- libevent callbacks ---- */
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	conn_process(conn);
+	conn_leave(conn);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	if (conn->state == CLOSING) {
+		if (http_conn_pending(conn) == 0 && !conn->lingering)
+			conn_free(conn);
+	} else if (conn->streaming && conn->drained)
+		conn->drained(conn->drained_arg);
+	else if (conn->state == WAIT_HEAD)
+		conn_process(conn);
+	conn_leave(conn);
+}
+
+static void on_later(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	conn_process(conn);
+	conn_leave(conn);
+}
+
+/* EOF: a peer that closed entirely is gone; one that only shut its sending
+ * side (a half-close) still reads its answer. */
+static bool peer_fully_closed(int fd)
+{
+	struct pollfd probe = {.fd = fd, .events = POLLOUT};
+	return poll(&probe, 1, 0) == 1 && (probe.revents & (POLLHUP | POLLERR));
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		conn->peer_done = true;
+		if (conn->state == WAIT_HEAD) {
+			conn_process(conn);
+		} else if (conn->state == CLOSING) {
+			stop_lingering(conn);
+			if (peer_fully_closed(conn->fd) || http_conn_pending(conn) == 0)
+				conn_free(conn);
+		} else if (peer_fully_closed(conn->fd)) {
+			conn_free(conn); /* nobody reads the answer */
+		} else if (!conn->body_done) {
+			conn_process(conn); /* the body's rest may be in the input yet */
+		}
+	} else {
+		conn_free(conn); /* a socket error, a write that timed out */
+	}
+	conn_leave(conn);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_conn *conn = arg;
+	conn_enter(conn);
+	if (conn->state == CLOSING) {
+		stop_lingering(conn);
+		if (http_conn_pending(conn) == 0)
+			conn_free(conn);
+	} else if (conn->state == WAIT_HEAD && conn->head_started) {
+		refuse(conn, 408, "the request's head did not arrive in time");
+	} else if (conn->state == READ_BODY) {
+		conn->close_after = true;
+		api_reply_error(conn->req, 408, "timeout",
+				"the request's body stopped arriving for %d s", idle_timeout_sec);
+	} else {
+		conn_free(conn); /* idle between requests, or a streamed body stalled */
+	}
+	conn_leave(conn);
+}
+
+/* ---- accepting ---- */
+
+static void refuse_at_cap(int fd)
+{
+	char message[160];
+	snprintf(message, sizeof message, "boxd has %zu connections open, its limit; retry shortly",
+		 connection_count);
+	char *body = http_error_json("unavailable", message);
+	char answer[512];
+	int length = snprintf(answer, sizeof answer,
+			      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			      "Content-Length: %zu\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s",
+			      strlen(body), body);
+	free(body);
+	(void)!send(fd, answer, (size_t)length, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(fd);
+	static time_t logged;
+	if (time(NULL) - logged >= 60) {
+		log_msg(LOG_LEVEL_WARNING, "%zu connections open, the cap: refusing new ones with 503",
+			connection_count);
+		logged = time(NULL);
+	}
+}
+
+void http_conn_accept(int fd)
+{
+	if (connection_count >= connection_cap) {
+		refuse_at_cap(fd);
+		return;
+	}
+	struct http_conn *conn = xcalloc(1, sizeof *conn);
+	conn->fd = fd;
+	conn->sink_fd = -1;
+	conn->bev = bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!conn->bev) {
+		close(fd);
+		free(conn);
+		return;
+	}
+	conn->timer = evtimer_new(loop, on_timer, conn);
+	conn->later = event_new(loop, -1, 0, on_later, conn);
+	conn->next = connections;
+	if (connections)
+		connections->prev = conn;
+	connections = conn;
+	if (++connection_count > connection_peak)
+		connection_peak = connection_count;
+	bufferevent_setcb(conn->bev, on_read, on_write, on_event, conn);
+	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
+	bufferevent_set_max_single_read(conn->bev, READ_SIZE);
+	/* An answer the client does not read for this long ends the connection. */
+	struct timeval write_limit = {idle_timeout_sec, 0};
+	bufferevent_set_timeouts(conn->bev, NULL, &write_limit);
+	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
+	arm_timer(conn, idle_timeout_sec);
+}
+
+void http_conn_close_all(void)
+{
+	while (connections) {
+		struct http_conn *conn = connections;
+		conn->busy = 0;
+		conn_free(conn);
+	}
+}

@@ -1,0 +1,65 @@
+/* connection.h: one HTTP/1.1 connection, on a libevent bufferevent.
+ *
+ * A connection reads one request at a time: its head (at most 64 KiB, whole
+ * within a deadline), then its body, and hands it to the router (api.c);
+ * pipelined requests wait in the socket's input until the answer before
+ * them is out, so answers go in order. Between requests it waits at most
+ * --idle-timeout. Errors of its own (malformed 400, head too large 431, head
+ * too slow 408, Transfer-Encoding other than chunked 501, connection cap 503)
+ * go out as the contract's JSON before it closes.
+ *
+ * Bodies reach the router buffered (at most the route's limit, 413 from the
+ * head alone past it) or, for API_STREAM_BODY routes, as a stream into an fd
+ * the handler gives (http_conn_body_to_fd): the socket is read only as fast
+ * as that fd takes the bytes. */
+#ifndef BOXD_CONNECTION_H
+#define BOXD_CONNECTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct http_conn;
+
+/* The head's deadline, unless --idle-timeout is shorter. */
+#define HTTP_HEAD_TIMEOUT_SEC 10
+
+void http_conn_setup(struct event_base *base, int idle_timeout_sec);
+/* Serves an accepted, checked peer (fd non-blocking); past the connection
+ * cap it answers 503 and closes the fd instead. */
+void http_conn_accept(int fd);
+/* Connections open now, and the cap (from RLIMIT_NOFILE). */
+size_t http_conn_count(void);
+size_t http_conn_cap(void);
+/* Closes every connection (boxd stops): requests in flight see their client gone. */
+void http_conn_close_all(void);
+
+/* ---- for the router ---- */
+
+/* A whole answer. `headers` are extra header lines, each ending CRLF
+ * (Content-Type among them). For HEAD the body is not sent. */
+void http_conn_respond(struct http_conn *conn, int status, const char *headers,
+		       const void *body, size_t length);
+/* A chunked answer: start, write, end. `drained(arg)` runs whenever the
+ * socket has taken most of what was written. */
+void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,
+			    void (*drained)(void *arg), void *arg);
+void http_conn_stream_write(struct http_conn *conn, const void *data, size_t length);
+void http_conn_stream_end(struct http_conn *conn);
+size_t http_conn_pending(struct http_conn *conn);
+
+/* Streams the rest of the request's body into `fd` (a pipe or a file,
+ * taken over: closed once the body is written or can no longer be), sending
+ * 100 Continue first if the client waits for it. done(arg, complete, error)
+ * runs once, later: complete when the whole body was written; else `error`
+ * (an errno) says why (EPIPE: the fd refused a write; EPROTO: malformed
+ * chunks). It does not run when the answer comes first or the connection
+ * is lost (the router hears that through api_request_lost). */
+void http_conn_body_to_fd(struct http_conn *conn, int fd,
+			  void (*done)(void *arg, bool complete, int error), void *arg);
+/* Stops feeding (and closes) an fd given above before the body ended:
+ * done() does not run; the connection closes after the answer. */
+void http_conn_body_abandon(struct http_conn *conn);
+
+#endif
