@@ -2,24 +2,25 @@
  *
  * A command's start is the part of an exec a caller waits for. What it would
  * cost if done then: boxd's fork and exec of the shim, the shim's own fork
- * to detach, its state dir, log file, control socket, cgroups (and, on
- * hybrid hosts, the move into the v1 pids cgroup), pipes and seccomp filter.
- * So boxd keeps SPARES shims started ahead, each asleep on its channel with
- * all of that made for an id reserved for it ("c_HEX"; shims/shim-prepare.c).
+ * to detach, its state dir, control socket, cgroups (and, on hybrid hosts,
+ * the move into the v1 pids cgroup), pipes, seccomp filter and the fork of
+ * the command. So boxd keeps SPARES shims started ahead, each asleep on its
+ * channel with all of that made for an id reserved for it ("c_HEX";
+ * shims/shim-prepare.c), the command's first process (the seed) included.
  * exec_spawn_claim() gives a request that id before it starts (the
- * X-Request-Id memory binds it first); exec_spawn() then hands that spare
- * its spec. One spare per command, never shared: a spare leaves the pool
- * when claimed.
+ * X-Request-Id memory binds it first); exec_spawn() then hands that spare's
+ * seed and shim the spec. One spare per command, never shared: a spare
+ * leaves the pool when claimed.
  *
  * Spares are made again when nothing else is waiting on the loop (the
  * lowest priority, after the answer has gone out), or shortly after a take
  * while a long command runs. A spare that dies (killed, or its cgroup made
  * unusable) is noticed on its channel and replaced; a take that finds no
  * live spare starts a shim for that command alone, the same way. Each spare
- * costs one sleeping process (about 0.7 MiB RSS, 0.1 MiB PSS), an empty
- * state dir and log file, and an empty cgroup; all go when boxd closes its
- * channel or dies (a spare killed outright leaves them to the next start's
- * adoption, exec-adopt.c). */
+ * costs two sleeping processes (the shim, about 0.9 MiB RSS and 0.1 MiB PSS,
+ * and its seed), an empty state dir and an empty cgroup; all go when boxd
+ * closes its channel or dies (a spare killed outright leaves them to the next
+ * start's adoption, exec-adopt.c). */
 #include "exec-spawn.h"
 
 #include <errno.h>
