@@ -305,6 +305,15 @@ char *exec_spawn_claim(bool background)
 	return xasprintf("%c_%s", background ? 'b' : 'c', best->hex);
 }
 
+/* True while the shim at the other end of `channel` lives: before the spec
+ * goes to its seed, which must not run a command nobody supervises (the
+ * seed also dies with its shim, shim-run.c). */
+static bool alive(int channel)
+{
+	char byte;
+	return recv(channel, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
 /* Sends the spec to the seed, if it was made for `prepared` = `id`, then to
  * the shim, saying whether the seed has it; false when the shim is gone. */
 static bool hand_over(int channel, int seed, const char *prepared, const char *id, int spec_fd)
@@ -312,7 +321,7 @@ static bool hand_over(int channel, int seed, const char *prepared, const char *i
 	/* The seed sits in the cgroups made for its id: only that very id goes
 	 * to it, first, so it is on its way to exec while the shim wakes. A
 	 * seed gone (or never made) leaves the start to the shim. */
-	bool seeded = seed >= 0 && !strcmp(prepared, id) &&
+	bool seeded = seed >= 0 && !strcmp(prepared, id) && alive(channel) &&
 		      fd_passing_send(seed, spec_fd, SHIM_MSG_SPEC, MSG_DONTWAIT);
 	return fd_passing_send(channel, spec_fd, seeded ? SHIM_MSG_SPEC_SEEDED : SHIM_MSG_SPEC,
 			       MSG_DONTWAIT);

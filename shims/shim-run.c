@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -105,6 +106,7 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		child_fail(report, errno == ENOENT ? "cwd_not_found" : "bad_request",
 			   spec->cwd, errno);
 	char *argv[] = {"bash", "-c", (char *)shell_program, NULL};
+	prctl(PR_SET_PDEATHSIG, 0); /* a seed's: the command outlives a killed shim, as ever */
 	char **env = xcalloc(spec->env_count + 1, sizeof *env);
 	size_t n = 0;
 	for (size_t i = 0; i < spec->env_count; i++)
@@ -185,10 +187,16 @@ static bool read_report(int report, char *code, size_t code_size, char *error, s
  * foreground command is boxd's message to it, its exec, and the shim waking
  * beside it. A seed that did not get the spec is killed (seed_stop); one
  * whose socket ends (boxd went away) leaves by itself. */
-static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket)
+static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, pid_t shim_pid)
 {
 	struct shim_prepared *p = &shim->prep;
 	child_reset_signals();
+	/* A seed never runs a command without its shim: it dies with it while
+	 * it waits, and checks again once it has the spec (boxd would have
+	 * given the command to another spare by then). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != shim_pid)
+		_exit(0);
 	/* None of the shim's own ends: its channel and socket must end with
 	 * the shim, whatever a waiting seed does. */
 	int *theirs[] = {&shim->channel, &shim->listen_fd, &p->state_fd, &p->meta_fd,
@@ -205,8 +213,8 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket)
 	raise_oom_score();
 	char tag = 0;
 	int spec_fd = receive_fd(socket, &tag);
-	if (spec_fd < 0 || tag != SHIM_MSG_SPEC)
-		_exit(0); /* boxd went away, or gave the command to the shim alone */
+	if (spec_fd < 0 || tag != SHIM_MSG_SPEC || getppid() != shim_pid)
+		_exit(0); /* boxd went away, gave the command to the shim alone, or the shim died */
 	close(socket);
 	struct shim_spec spec;
 	char error[512];
@@ -233,6 +241,7 @@ void seed_start(struct shim *shim)
 	p->seed_socket = -1;
 	if (socket < 0)
 		return;
+	pid_t shim_pid = getpid();
 	int dir = p->cgroup_fd;
 	struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 				  .cgroup = (uint64_t)dir};
@@ -247,7 +256,7 @@ void seed_start(struct shim *shim)
 	 * dropped with this end, and the shim forks the command itself. */
 	if (pid == 0) {
 		shim->born_in_cgroup = into;
-		seed_main(shim, socket);
+		seed_main(shim, socket, shim_pid);
 	}
 	if (pid > 0)
 		p->seed = pid;
