@@ -4,7 +4,7 @@
  * ended (an exit record: listed with it), running (its shim answers on its
  * socket: followed again), or orphaned (no record and no shim: the shim was
  * killed while boxd was away; its tree is stopped and the end recorded), or
- * never started (no meta: removed).
+ * never started (no meta: removed, with what a spare made ahead for it).
  *
  * The run dir is RAM in a box: a reboot or a power cut empties it, while
  * the commands' logs in the work dir stay. So background commands are also
@@ -139,8 +139,9 @@ static void adopt_one(const char *id)
 	if (!known || strcmp(meta.id, id) != 0) {
 		if (known)
 			shim_meta_free(&meta);
-		/* A shim that never got as far as starting its command. */
-		exec_remove_state_dir(id);
+		/* A shim that never got as far as starting its command, or a
+		 * spare's preparation (a spare killed outright leaves it). */
+		exec_remove_prepared(id);
 		return;
 	}
 	struct exec_job *job = exec_job_add(id);

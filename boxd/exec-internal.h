@@ -15,6 +15,9 @@ struct event_base *exec_loop(void);
 char *exec_state_path(const char *id, const char *name);
 /* Removes a job's state dir with every file a shim may leave in it. */
 void exec_remove_state_dir(const char *id);
+/* The same, with what a spare made ahead for `id` (its empty cgroups, its
+ * empty log): for a command that never started. */
+void exec_remove_prepared(const char *id);
 
 /* A new non-blocking connection to the job's shim, or -1. */
 int exec_connect(struct exec_job *job);

@@ -17,14 +17,33 @@ static void add_nullable(cJSON *object, const char *name, int64_t value)
 		cJSON_AddNumberToObject(object, name, (double)value);
 }
 
-/* A capture file, as valid UTF-8. */
-static void add_capture(cJSON *object, struct exec_job *job, const char *name)
+/* A capture, as valid UTF-8: in the record boxd holds (a foreground
+ * command's, until its shim is gone), in the exit file (small ones), or in
+ * a file of its own (big ones, and a shim from before the channel's). */
+static void add_capture(cJSON *object, struct exec_job *job, int which)
 {
-	char *path = exec_state_path(job->id, name);
-	size_t length = 0;
-	char *data = fields_read_file(path, 256u << 20, &length);
-	free(path);
-	char *text = utf8_sanitize(data ? data : "", data ? length : 0, NULL);
+	const char *name = which ? "stderr" : "stdout";
+	const char *bytes = job->exit.captures[which];
+	size_t length = job->exit.capture_lengths[which];
+	char *data = NULL;
+	if (!bytes && job->exit.has_captures) {
+		char *path = exec_state_path(job->id, "exit");
+		struct exit_record record;
+		if (exit_record_read(&record, path)) {
+			data = record.captures[which];
+			length = record.capture_lengths[which];
+			record.captures[which] = NULL;
+		}
+		exit_record_free(&record);
+		free(path);
+	} else if (!bytes) {
+		char *path = exec_state_path(job->id, name);
+		data = fields_read_file(path, 256u << 20, &length);
+		free(path);
+	}
+	if (data)
+		bytes = data;
+	char *text = utf8_sanitize(bytes ? bytes : "", bytes ? length : 0, NULL);
 	cJSON_AddStringToObject(object, name, text);
 	free(text);
 	free(data);
@@ -64,8 +83,8 @@ cJSON *exec_result_json(struct exec_job *job, bool with_output)
 	}
 	add_exit_fields(o, job);
 	if (with_output && !job->meta.background) {
-		add_capture(o, job, "stdout");
-		add_capture(o, job, "stderr");
+		add_capture(o, job, 0);
+		add_capture(o, job, 1);
 	}
 	cJSON_AddBoolToObject(o, "truncated", job->exit.truncated);
 	cJSON_AddNumberToObject(o, "startedAt", (double)job->meta.started_at);

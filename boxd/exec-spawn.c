@@ -1,7 +1,30 @@
-/* exec-spawn.c: starting boxd-shim processes, and keeping one spare. */
+/* exec-spawn.c: starting boxd-shim processes, and keeping spares ready.
+ *
+ * A command's start is the part of an exec a caller waits for. What it would
+ * cost if done then: boxd's fork and exec of the shim, the shim's own fork
+ * to detach, its state dir, control socket, cgroups (and, on hybrid hosts,
+ * the move into the v1 pids cgroup), pipes, seccomp filter and the fork of
+ * the command. So boxd keeps SPARES shims started ahead, each asleep on its
+ * channel with all of that made for an id reserved for it ("c_HEX";
+ * shims/shim-prepare.c), the command's first process (the seed) included.
+ * exec_spawn_claim() gives a request that id before it starts (the
+ * X-Request-Id memory binds it first); exec_spawn() then hands that spare's
+ * seed and shim the spec. One spare per command, never shared: a spare
+ * leaves the pool when claimed.
+ *
+ * Spares are made again when nothing else is waiting on the loop (the
+ * lowest priority, after the answer has gone out), or shortly after a take
+ * while a long command runs. A spare that dies (killed, or its cgroup made
+ * unusable) is noticed on its channel and replaced; a take that finds no
+ * live spare starts a shim for that command alone, the same way. Each spare
+ * costs two sleeping processes (the shim, about 0.9 MiB RSS and 0.1 MiB PSS,
+ * and its seed), an empty state dir and an empty cgroup; all go when boxd
+ * closes its channel or dies (a spare killed outright leaves them to the next
+ * start's adoption, exec-adopt.c). */
 #include "exec-spawn.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,24 +36,46 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/sched.h>
 
+#include "clock.h"
 #include "fd-passing.h"
 #include "helpers.h"
+#include "log.h"
+#include "random-id.h"
+#include "shim-protocol.h"
+#include "shim-spec.h"
 #include "text.h"
 #include "xalloc.h"
+
+#define SPARES 2
+/* A take refills the pool this long after, if no answer did before. */
+#define REFILL_AFTER_TAKE_MS 50
+/* A spare that died this young is not replaced at once (a broken install
+ * would otherwise start shims in a loop). */
+#define SPARE_RETRY_MS 1000
+/* The refill's priority: after everything else pending on the loop. */
+#define REFILL_PRIORITY 2
 
 extern char **environ;
 
 static char *shim_program, *shim_cgroup;
+static struct event_base *loop;
+static exec_prepare_fn prepare_spec;
+static struct event *refill;
+static int64_t refill_due_ms;
 
-void exec_spawn_init(const char *program, const char *cgroup)
-{
-	shim_program = xstrdup(program);
-	shim_cgroup = cgroup ? xstrdup(cgroup) : NULL;
-}
+static struct spare {
+	int channel;      /* our end of its stdin socketpair; -1: an empty slot */
+	int seed;         /* the socket to its seed (shim-protocol.h) */
+	char hex[17];     /* it is prepared for "c_" and this */
+	bool claimed;     /* a request holds its id */
+	struct event *gone; /* the channel is readable only when the spare ends */
+	int64_t born_ms;
+} spares[SPARES];
 
 /* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
  * process between cgroups later costs milliseconds. Between clone and exec
@@ -51,10 +96,9 @@ static pid_t spawn_into_cgroup(int input, int output)
 		for (int s = 1; s < NSIG; s++)
 			signal(s, SIG_DFL);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(null, 2) < 0)
+		if (dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0)
 			_exit(127);
-		char *argv[] = {"boxd-shim", NULL};
+		char *argv[] = {"boxd-shim", "--spare", NULL};
 		execve(shim_program, argv, environ);
 		_exit(127);
 	}
@@ -62,8 +106,9 @@ static pid_t spawn_into_cgroup(int input, int output)
 	return pid;
 }
 
-/* Starts boxd-shim with `input` as its stdin and `output` as its stdout.
- * Returns the pid of the first shim process, or -1 with errno set. */
+/* Starts boxd-shim --spare with `input` as its stdin and `output` as its
+ * stdout and stderr. Returns the pid of the first shim process (which
+ * detaches and exits), or -1 with errno set. */
 static pid_t spawn_process(int input, int output)
 {
 	pid_t pid = shim_cgroup ? spawn_into_cgroup(input, output) : -1;
@@ -73,10 +118,10 @@ static pid_t spawn_process(int input, int output)
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, input, 0);
 	posix_spawn_file_actions_adddup2(&actions, output, 1);
-	posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&actions, output, 2);
 	posix_spawnattr_t attributes;
 	helper_spawn_attributes(&attributes);
-	char *argv[] = {"boxd-shim", NULL};
+	char *argv[] = {"boxd-shim", "--spare", NULL};
 	int failed = posix_spawn(&pid, shim_program, &actions, &attributes, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
 	posix_spawnattr_destroy(&attributes);
@@ -84,85 +129,276 @@ static pid_t spawn_process(int input, int output)
 	return failed ? -1 : pid;
 }
 
-/* One shim started ahead of need, detached and waiting for a spec on its
- * socket: a command's start then skips the shim's own start. It costs one
- * sleeping process; it leaves when boxd closes the socket (or dies). */
-static struct {
-	pid_t first_pid;
-	int channel;    /* our end of its stdin socket; -1: no spare */
-	int status_fd;  /* read end of its answer pipe */
-} spare = {-1, -1, -1};
-
-void exec_spawn_spare(void)
+/* Sends the preparation for `id`, with the seed's end of its socket. */
+static bool send_prepare(int channel, const char *id, int seed)
 {
-	int channel[2], status[2];
-	if (spare.channel >= 0 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0)
-		return;
-	if (pipe2(status, O_CLOEXEC) != 0) {
-		close(channel[0]);
-		close(channel[1]);
-		return;
-	}
-	spare.first_pid = spawn_process(channel[1], status[1]);
-	close(channel[1]);
-	close(status[1]);
-	if (spare.first_pid < 0) {
-		close(channel[0]);
-		close(status[0]);
-		return;
-	}
-	spare.channel = channel[0];
-	spare.status_fd = status[0];
+	struct shim_spec spec;
+	prepare_spec(&spec, id);
+	size_t length;
+	char *fields = shim_spec_format(&spec, &length);
+	shim_spec_free(&spec);
+	char type = SHIM_MSG_PREPARE;
+	struct iovec parts[2] = {{&type, 1}, {fields, length}};
+	union {
+		char space[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	memset(&control, 0, sizeof control);
+	struct msghdr message = {.msg_iov = parts, .msg_iovlen = 2,
+				 .msg_control = control.space, .msg_controllen = sizeof control.space};
+	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+	header->cmsg_level = SOL_SOCKET;
+	header->cmsg_type = SCM_RIGHTS;
+	header->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(header), &seed, sizeof seed);
+	bool sent = sendmsg(channel, &message, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)length + 1;
+	free(fields);
+	return sent;
 }
 
-/* Hands the spec to the spare; false when there is none (or it died). */
-static bool spare_take(int spec_fd, pid_t *first_pid, int *status_fd)
+/* A new shim told to prepare for `id`: its channel and the socket to its
+ * seed (shim-protocol.h), or -1 with errno. */
+static int spawn_shim(const char *id, int *seed)
 {
-	if (spare.channel < 0)
-		return false;
-	bool sent = fd_passing_send(spare.channel, spec_fd, 's', MSG_DONTWAIT);
-	close(spare.channel);
-	spare.channel = -1;
+	int channel[2], pair[2];
+	*seed = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+		close(pair[0]);
+		close(pair[1]);
+		return -1;
+	}
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid = null >= 0 ? spawn_process(channel[1], null) : -1;
+	int failed = errno;
+	close(channel[1]);
+	if (null >= 0)
+		close(null);
+	if (pid < 0) {
+		close(channel[0]);
+		close(pair[0]);
+		close(pair[1]);
+		errno = failed;
+		return -1;
+	}
+	/* The first process exits as soon as it has detached: reaped then. */
+	helper_watch_exit(loop, pid, -1, NULL, NULL);
+	bool sent = send_prepare(channel[0], id, pair[1]);
+	failed = errno;
+	close(pair[1]);
 	if (!sent) {
-		close(spare.status_fd);
-		waitpid(spare.first_pid, NULL, 0);
+		close(pair[0]);
+		close(channel[0]);
+		errno = failed;
+		return -1;
+	}
+	*seed = pair[0];
+	return channel[0];
+}
+
+static void spare_clear(struct spare *spare)
+{
+	if (spare->gone)
+		event_free(spare->gone);
+	spare->gone = NULL;
+	if (spare->seed >= 0)
+		close(spare->seed);
+	spare->seed = -1;
+	spare->channel = -1;
+	spare->claimed = false;
+}
+
+static void on_spare_gone(evutil_socket_t fd, short what, void *arg)
+{
+	struct spare *spare = arg;
+	bool young = clock_monotonic_ms() - spare->born_ms < SPARE_RETRY_MS;
+	log_msg(LOG_LEVEL_WARNING, "a spare shim (for c_%s) ended before it was needed%s",
+		spare->hex, young ? ", right after its start" : "");
+	close(spare->channel);
+	spare_clear(spare);
+	exec_spawn_refill(young ? SPARE_RETRY_MS : 0);
+}
+
+static bool spare_start(struct spare *spare)
+{
+	random_hex(spare->hex, 8);
+	char id[24];
+	snprintf(id, sizeof id, "c_%s", spare->hex);
+	spare->channel = spawn_shim(id, &spare->seed);
+	if (spare->channel < 0) {
+		log_msg(LOG_LEVEL_WARNING, "cannot start a spare %s: %s", shim_program, strerror(errno));
 		return false;
 	}
-	*first_pid = spare.first_pid;
-	*status_fd = spare.status_fd;
+	spare->claimed = false;
+	spare->born_ms = clock_monotonic_ms();
+	/* Nothing is said on it before the spec: readable means it ended. */
+	spare->gone = event_new(loop, spare->channel, EV_READ, on_spare_gone, spare);
+	event_add(spare->gone, NULL);
 	return true;
+}
+
+/* One spare per run, so the loop gets a turn between two. */
+static void on_refill(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < SPARES; i++)
+		if (spares[i].channel < 0) {
+			if (!spare_start(&spares[i])) {
+				exec_spawn_refill(SPARE_RETRY_MS);
+				return;
+			}
+			break;
+		}
+	for (int i = 0; i < SPARES; i++)
+		if (spares[i].channel < 0) {
+			exec_spawn_refill(0);
+			return;
+		}
+}
+
+void exec_spawn_refill(int delay_ms)
+{
+	if (!refill)
+		return;
+	/* A refill due sooner stays due sooner. */
+	int64_t due = clock_monotonic_ms() + delay_ms;
+	if (event_pending(refill, EV_TIMEOUT, NULL) && refill_due_ms <= due)
+		return;
+	refill_due_ms = due;
+	struct timeval delay = {delay_ms / 1000, (delay_ms % 1000) * 1000};
+	event_add(refill, &delay);
+}
+
+void exec_spawn_init(struct event_base *base, const char *program, const char *cgroup,
+		     exec_prepare_fn prepare)
+{
+	loop = base;
+	prepare_spec = prepare;
+	shim_program = xstrdup(program);
+	shim_cgroup = cgroup ? xstrdup(cgroup) : NULL;
+	for (int i = 0; i < SPARES; i++)
+		spares[i] = (struct spare){.channel = -1, .seed = -1};
+	refill = evtimer_new(loop, on_refill, NULL);
+	event_priority_set(refill, REFILL_PRIORITY);
+	/* All now, before boxd serves: an idle boxd is then woken by none of
+	 * them (test_report_notify.py: idle means no wakeup at all). */
+	for (int i = 0; i < SPARES; i++)
+		spare_start(&spares[i]);
+}
+
+char *exec_spawn_claim(bool background)
+{
+	/* A claim is taken in the same turn of the loop (api-exec.c names the
+	 * command, then starts it): one left from an earlier turn was never
+	 * used, and its spare is free again. */
+	struct spare *best = NULL;
+	for (int i = 0; i < SPARES; i++) {
+		struct spare *spare = &spares[i];
+		spare->claimed = false;
+		/* The oldest, the likeliest done preparing. */
+		if (spare->channel >= 0 && (!best || spare->born_ms < best->born_ms))
+			best = spare;
+	}
+	if (!best)
+		return NULL;
+	best->claimed = true;
+	return xasprintf("%c_%s", background ? 'b' : 'c', best->hex);
+}
+
+/* True while the shim at the other end of `channel` lives: before the spec
+ * goes to its seed, which must not run a command nobody supervises (the
+ * seed also dies with its shim, shim-run.c). */
+static bool alive(int channel)
+{
+	char byte;
+	return recv(channel, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* Sends the spec to the seed, if it was made for `prepared` = `id`, then to
+ * the shim, saying whether the seed has it; false when the shim is gone. */
+static bool hand_over(int channel, int seed, const char *prepared, const char *id, int spec_fd)
+{
+	/* The seed sits in the cgroups made for its id: only that very id goes
+	 * to it, first, so it is on its way to exec while the shim wakes. A
+	 * seed gone (or never made) leaves the start to the shim. */
+	bool seeded = seed >= 0 && !strcmp(prepared, id) && alive(channel) &&
+		      fd_passing_send(seed, spec_fd, SHIM_MSG_SPEC, MSG_DONTWAIT);
+	return fd_passing_send(channel, spec_fd, seeded ? SHIM_MSG_SPEC_SEEDED : SHIM_MSG_SPEC,
+			       MSG_DONTWAIT);
+}
+
+/* Hands the spec to a spare: the one claimed for `id`, else any free one
+ * (it then makes what it needs for `id` itself). -1 when none is left. */
+static int spare_take(const char *id, int spec_fd)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < SPARES; i++) {
+			struct spare *spare = &spares[i];
+			if (spare->channel < 0 ||
+			    (pass == 0 ? !spare->claimed || strcmp(id + 2, spare->hex) != 0
+				       : spare->claimed))
+				continue;
+			char prepared[24];
+			snprintf(prepared, sizeof prepared, "c_%s", spare->hex);
+			int channel = spare->channel, seed = spare->seed;
+			spare->seed = -1;
+			spare_clear(spare);
+			bool given = hand_over(channel, seed, prepared, id, spec_fd);
+			if (seed >= 0)
+				close(seed);
+			if (given)
+				return channel;
+			close(channel); /* it died: the loop has not told us yet */
+		}
+	return -1;
+}
+
+int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size)
+{
+	int channel = spare_take(id, spec_fd);
+	exec_spawn_refill(REFILL_AFTER_TAKE_MS);
+	if (channel >= 0)
+		return channel;
+	/* No spare left (a burst): one made for this command, the same way. */
+	int seed;
+	channel = spawn_shim(id, &seed);
+	if (channel < 0) {
+		text_fail(error, error_size, "cannot start %s: %s", shim_program, strerror(errno));
+		return -1;
+	}
+	bool given = hand_over(channel, seed, id, id, spec_fd);
+	close(seed);
+	if (!given) {
+		text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
+		close(channel);
+		return -1;
+	}
+	return channel;
 }
 
 void exec_spawn_stop(void)
 {
-	if (spare.channel < 0)
-		return;
-	close(spare.channel); /* the spare sees the end and leaves */
-	spare.channel = -1;
-	/* Its answer pipe closes when it is gone: then its cgroup is empty. */
-	struct pollfd gone = {.fd = spare.status_fd, .events = POLLIN};
-	char scratch[64];
-	while (poll(&gone, 1, 1000) == 1 && read(spare.status_fd, scratch, sizeof scratch) > 0)
-		;
-	close(spare.status_fd);
-	waitpid(spare.first_pid, NULL, 0);
-}
-
-bool exec_spawn(int spec_fd, pid_t *first_pid, int *status_fd, char *error, size_t error_size)
-{
-	if (spare_take(spec_fd, first_pid, status_fd))
-		return true;
-	int status[2];
-	if (pipe2(status, O_CLOEXEC) != 0)
-		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-	*first_pid = spawn_process(spec_fd, status[1]);
-	int failed = errno;
-	close(status[1]);
-	if (*first_pid < 0) {
-		close(status[0]);
-		return text_fail(error, error_size, "cannot start %s: %s", shim_program, strerror(failed));
+	if (refill) {
+		event_free(refill);
+		refill = NULL;
 	}
-	*status_fd = status[0];
-	return true;
+	/* Every spare sees the end of its channel, removes what it made and
+	 * leaves; its end closes when it is gone, and then its cgroups are. */
+	for (int i = 0; i < SPARES; i++)
+		if (spares[i].channel >= 0)
+			shutdown(spares[i].channel, SHUT_WR);
+	int64_t deadline = clock_monotonic_ms() + 2000;
+	for (int i = 0; i < SPARES; i++) {
+		struct spare *spare = &spares[i];
+		if (spare->channel < 0)
+			continue;
+		struct pollfd gone = {.fd = spare->channel, .events = POLLIN};
+		char scratch[64];
+		int64_t left;
+		while ((left = deadline - clock_monotonic_ms()) > 0 && poll(&gone, 1, (int)left) == 1 &&
+		       recv(spare->channel, scratch, sizeof scratch, MSG_DONTWAIT) > 0)
+			;
+		close(spare->channel);
+		spare_clear(spare);
+	}
 }

@@ -1,9 +1,9 @@
 /* exec-spawn.h: starting boxd-shim processes for exec.c.
  *
- * A shim is born straight into the shims' cgroup where there is one. One
- * spare shim is kept started ahead of need (detached, asleep on a socket), so
- * a command's start does not wait for a shim's own start; it costs one
- * sleeping process and leaves when boxd closes its socket or dies. */
+ * A shim is born straight into the shims' cgroup where there is one, as
+ * `boxd-shim --spare` with a channel (a socketpair) on its stdin. Spares are
+ * kept started and prepared ahead of need (exec-spawn.c says what that
+ * buys), so a command's start is one message to a waiting shim. */
 #ifndef BOXD_EXEC_SPAWN_H
 #define BOXD_EXEC_SPAWN_H
 
@@ -11,14 +11,29 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-void exec_spawn_init(const char *shim_program, const char *shim_cgroup);
-/* Starts a shim (or wakes the spare) for the spec in `spec_fd`. Sets the
- * pid of the first shim process (to reap once the answer pipe closes) and
- * the read end of its answer pipe. False with a sentence on failure. */
-bool exec_spawn(int spec_fd, pid_t *first_pid, int *status_fd, char *error, size_t error_size);
-/* Starts a spare if there is none. */
-void exec_spawn_spare(void);
-/* Lets the spare go (at a clean stop). */
+struct event_base;
+struct shim_spec;
+
+/* Fills the preparation a shim gets for `id` (exec.c): its state dir, log
+ * path and cgroups, as the spec of a command with that id will have them. */
+typedef void (*exec_prepare_fn)(struct shim_spec *spec, const char *id);
+
+/* Starts the pool (on `base`). */
+void exec_spawn_init(struct event_base *base, const char *shim_program, const char *shim_cgroup,
+		     exec_prepare_fn prepare);
+/* The id a spare was prepared for ("c_HEX", or "b_HEX" for a background
+ * command), reserved for the caller's exec_spawn in the same turn of the
+ * loop; NULL when no spare is free (the caller picks an id). Caller frees. */
+char *exec_spawn_claim(bool background);
+/* Hands the spec in `spec_fd` to the spare claimed for `id` (or to another,
+ * or to a shim started now). Returns the channel, on which the shim answers
+ * (shim-protocol.h) and which is boxd's connection to it from then on; -1
+ * with a sentence on failure. */
+int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size);
+/* Makes the missing spares in `delay_ms`, once the loop has nothing else to
+ * do (0: as soon as it has not). */
+void exec_spawn_refill(int delay_ms);
+/* Lets the spares go (at a clean stop) and waits, briefly, until they are. */
 void exec_spawn_stop(void);
 
 #endif

@@ -118,6 +118,24 @@ void exec_remove_state_dir(const char *id)
 	free(dir);
 }
 
+void exec_remove_prepared(const char *id)
+{
+	exec_remove_state_dir(id);
+	char *dirs[] = {cgroup_base ? xasprintf("%s/%s", cgroup_base, id) : NULL,
+			pids_base ? xasprintf("%s/%s", pids_base, id) : NULL};
+	for (int i = 0; i < 2; i++) {
+		if (dirs[i])
+			rmdir(dirs[i]); /* not while anything runs in it */
+		free(dirs[i]);
+	}
+	/* Its log, made ahead and never written. */
+	char *log = xasprintf("%s/.sbx/logs/%s.log", settings->work_dir, id);
+	struct stat info;
+	if (lstat(log, &info) == 0 && S_ISREG(info.st_mode) && info.st_size == 0)
+		unlink(log);
+	free(log);
+}
+
 static void job_free(struct exec_job *job)
 {
 	if (job->monitor_event)
@@ -150,9 +168,13 @@ void exec_forget(struct exec_job *job)
 	job_free(job);
 }
 
-/* What an ended job holds in the run dir: its stdout and stderr captures. */
-static uint64_t captured_bytes(const char *id)
+/* What an ended job holds in the run dir: its stdout and stderr captures,
+ * in its exit record or in files beside it. */
+static uint64_t captured_bytes(const struct exec_job *job)
 {
+	if (job->exit.has_captures)
+		return job->exit.capture_lengths[0] + job->exit.capture_lengths[1];
+	const char *id = job->id;
 	uint64_t total = 0;
 	const char *names[] = {"stdout", "stderr"};
 	for (int i = 0; i < 2; i++) {
@@ -266,9 +288,11 @@ void exec_job_finish(struct exec_job *job)
 	exec_disk_keep_end(job);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
-	job->kept_bytes = captured_bytes(job->id);
-	if (job->adopted)
+	job->kept_bytes = captured_bytes(job);
+	if (job->adopted) {
+		exit_record_drop_captures(&job->exit); /* the file has them */
 		return; /* found ended at start: no step, no report, no watcher yet */
+	}
 	char *what = exec_summary(job->meta.cmd);
 	const char *sig = signal_name(job->exit.signal);
 	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s%s after %.1f s%s",
@@ -290,6 +314,10 @@ void exec_job_finish(struct exec_job *job)
 	job->busy--;
 	if (job->meta.background)
 		report_now();
+	else
+		exec_spawn_refill(0); /* its answer is out: the loop may make a spare */
+	if (job->monitor_fd < 0)
+		exit_record_drop_captures(&job->exit);
 }
 
 void exec_job_ended(struct exec_job *job)
@@ -301,12 +329,16 @@ void exec_job_exit_notice(struct exec_job *job, const char *record, size_t lengt
 {
 	if (job->state == EXEC_ENDED)
 		return;
-	/* The record file, or the copy in the shim's exit notice when the file
-	 * could not be written (a full run dir). */
-	char *path = exec_state_path(job->id, "exit");
-	bool known = exit_record_read(&job->exit, path) ||
-		     (length && exit_record_parse(&job->exit, record, length));
-	free(path);
+	/* The record in the shim's exit notice (a foreground command's with
+	 * its captures, before the file is written), or the file (the notice
+	 * of a shim from before the channel is empty but when the file could
+	 * not be written). */
+	bool known = length && exit_record_parse(&job->exit, record, length);
+	if (!known) {
+		char *path = exec_state_path(job->id, "exit");
+		known = exit_record_read(&job->exit, path);
+		free(path);
+	}
 	if (known)
 		exec_job_finish(job);
 	else
@@ -374,6 +406,22 @@ int exec_connect(struct exec_job *job)
 	return fd;
 }
 
+/* A foreground command's record came in the exit notice, its file after:
+ * once the shim is gone the file is there, unless the shim was killed in
+ * between, when boxd writes what it was told (so a restart of boxd finds the
+ * same end). The captures then live in the file only. */
+static void settle_record(struct exec_job *job)
+{
+	if (job->state != EXEC_ENDED || !job->exit.has_captures || !job->exit.captures[0])
+		return;
+	char *path = exec_state_path(job->id, "exit");
+	if (access(path, F_OK) != 0 && errno == ENOENT && !exit_record_write(&job->exit, path))
+		log_msg(LOG_LEVEL_WARNING, "cannot write the exit record of %s: %s", job->id,
+			strerror(errno));
+	free(path);
+	exit_record_drop_captures(&job->exit);
+}
+
 static void on_monitor(evutil_socket_t fd, short what, void *arg)
 {
 	struct exec_job *job = arg;
@@ -389,6 +437,7 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
 			close(job->monitor_fd);
 			job->monitor_fd = -1;
 			exec_job_ended(job); /* reads the record, or records a lost shim */
+			settle_record(job);
 			return;
 		}
 		if (message[0] == SHIM_MSG_EXIT)
@@ -420,11 +469,8 @@ bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
 struct exec_start {
 	struct exec_request *request;
 	char *id;
-	pid_t first_pid;    /* the shim process that forks away and exits */
-	int status_fd;
-	struct event *status_event;
-	char status[1024];
-	size_t status_length;
+	int channel;        /* the shim's, until it answers */
+	struct event *answer_event;
 	exec_started_fn started;
 	void *arg;
 };
@@ -456,7 +502,9 @@ void exec_request_free(struct exec_request *r)
 
 char *exec_new_id(bool background)
 {
-	return random_id(background ? 'b' : 'c');
+	/* A spare's id: its state dir, log and cgroups are made already. */
+	char *id = exec_spawn_claim(background);
+	return id ? id : random_id(background ? 'b' : 'c');
 }
 
 static void push_env(char ***env, size_t *count, char *entry)
@@ -502,23 +550,35 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));
 }
 
-static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
+/* What does not depend on the command: all a spare gets ahead (exec-spawn.h). */
+static void prepare_spec(struct shim_spec *spec, const char *id)
 {
 	const struct boxd_config *config = settings;
 	*spec = (struct shim_spec){
-		.id = xstrdup(id), .cmd = xstrdup(r->cmd), .cwd = xstrdup(r->cwd),
-		.user = xstrdup(r->user), .uid = r->uid, .gid = r->gid,
-		.timeout_ms = r->timeout_ms,
-		.max_output_bytes = r->background ? 0 : r->max_output_bytes,
-		.background = r->background, .hold_output = r->streaming,
+		.id = xstrdup(id),
 		.state_dir = exec_state_path(id, NULL),
 		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
 		.log_cap_bytes = EXEC_LOG_CAP_BYTES, .pids_max = EXEC_PIDS_MAX,
-		.memory_max = r->memory_max_bytes,
 		.cgroup_base = cgroup_base ? xstrdup(cgroup_base) : NULL,
 		.shim_cgroup = shim_cgroup ? xstrdup(shim_cgroup) : NULL,
 		.pids_base = pids_base ? xstrdup(pids_base) : NULL,
+		.protected_dir = xstrdup(protect_dir()),
 	};
+}
+
+static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
+{
+	prepare_spec(spec, id);
+	spec->cmd = xstrdup(r->cmd);
+	spec->cwd = xstrdup(r->cwd);
+	spec->user = xstrdup(r->user);
+	spec->uid = r->uid;
+	spec->gid = r->gid;
+	spec->timeout_ms = r->timeout_ms;
+	spec->max_output_bytes = r->background ? 0 : r->max_output_bytes;
+	spec->background = r->background;
+	spec->hold_output = r->streaming;
+	spec->memory_max = r->memory_max_bytes;
 	if (r->group_count) {
 		spec->groups = xmalloc(r->group_count * sizeof *spec->groups);
 		memcpy(spec->groups, r->groups, r->group_count * sizeof *spec->groups);
@@ -532,7 +592,6 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 	build_env(r, spec);
 	/* The shim masks its output itself: it gets every masked value. */
 	secrets_foreach_masked(add_masked_value, spec);
-	spec->protected_dir = xstrdup(protect_dir());
 	/* No core dumps of commands in the work dir; descriptors for servers. */
 	spec->rlimits = xcalloc(1, sizeof *spec->rlimits);
 	spec->rlimits[spec->rlimit_count++] = (struct shim_rlimit){RLIMIT_CORE, 0, 0};
@@ -541,76 +600,74 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 static void start_finish(struct exec_start *start, struct exec_job *job, const char *code,
 			 const char *error)
 {
-	if (start->status_event)
-		event_free(start->status_event);
-	if (start->status_fd >= 0)
-		close(start->status_fd);
+	if (start->answer_event)
+		event_free(start->answer_event);
+	if (start->channel >= 0)
+		close(start->channel);
 	if (!job)
-		exec_remove_state_dir(start->id);
+		exec_remove_prepared(start->id);
 	start->started(start->arg, job, code, error);
+	/* A background command's answer (or an error) is out: the loop may
+	 * make a spare. A foreground one's comes at its end (exec_job_finish). */
+	if (!job || job->meta.background)
+		exec_spawn_refill(0);
 	exec_request_free(start->request);
 	free(start->id);
 	free(start);
 }
 
-/* The shim's one-line answer: "ready SHIM PID STARTED" or "error CODE TEXT". */
-static void start_answered(struct exec_start *start)
+/* The shim started the command: SHIM_MSG_READY carried its meta. */
+static void start_ready(struct exec_start *start, const char *meta, size_t length)
 {
-	/* The first shim process exits right after forking: reaped when it has. */
-	helper_watch_exit(loop, start->first_pid, -1, NULL, NULL);
-	exec_spawn_spare(); /* for the next command, now that this one runs */
-	start->status[start->status_length] = '\0';
-	start->status[strcspn(start->status, "\n")] = '\0';
-	char code[64] = "internal";
-	if (strncmp(start->status, "ready ", 6) != 0) {
-		const char *text = "the command's supervisor (boxd-shim) exited without answering";
-		if (sscanf(start->status, "error %63s", code) == 1)
-			text = start->status + 6 + strlen(code) + 1;
-		start_finish(start, NULL, code, text);
+	struct exec_job *job = exec_job_add(start->id);
+	bool ok = shim_meta_parse(&job->meta, meta, length) && !strcmp(job->meta.id, start->id);
+	job->note = start->request->note ? xstrdup(start->request->note) : NULL;
+	/* The channel is boxd's connection to the shim from now on. */
+	event_free(start->answer_event);
+	start->answer_event = NULL;
+	int channel = start->channel;
+	start->channel = -1;
+	if (!ok) {
+		/* Not a shim this boxd understands: end it as a lost one. */
+		shim_meta_free(&job->meta);
+		job->meta.id = xstrdup(start->id);
+		close(channel);
+		exec_job_lost(job);
+		start_finish(start, job, NULL, NULL);
 		return;
 	}
-	struct exec_job *job = exec_job_add(start->id);
-	char *meta = exec_state_path(start->id, "meta");
-	bool ok = shim_meta_read(&job->meta, meta);
-	free(meta);
-	if (ok)
-		exec_disk_keep_start(job);
-	if (ok && job->meta.background) {
+	exec_disk_keep_start(job);
+	if (job->meta.background) {
 		/* Before its end can be recorded: a quick command is already over. */
 		char *what = exec_summary(job->meta.cmd);
 		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
 		free(what);
 	}
-	int fd = ok ? exec_connect(job) : -1;
-	if (fd < 0) {
-		/* Already gone: a quick command whose shim finished before we
-		 * connected (its record says so), or a shim that was killed. */
-		if (!ok)
-			job->meta.id = xstrdup(start->id);
-		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
-		exec_job_ended(job);
-	} else {
-		job->note = start->request->note ? xstrdup(start->request->note) : NULL;
-		exec_job_monitor(job, fd);
-	}
+	exec_job_monitor(job, channel); /* an exit notice behind the answer comes next */
 	start_finish(start, job, NULL, NULL);
 }
 
-static void on_status(evutil_socket_t fd, short what, void *arg)
+/* The shim's one answer: SHIM_MSG_READY, or SHIM_MSG_FAILED "CODE SENTENCE". */
+static void on_answer(evutil_socket_t fd, short what, void *arg)
 {
 	struct exec_start *start = arg;
-	size_t room = sizeof start->status - 1 - start->status_length;
-	char scratch[256];
-	ssize_t n = read(fd, room ? start->status + start->status_length : scratch,
-			 room ? room : sizeof scratch);
+	static char message[SHIM_MESSAGE_MAX + 1];
+	ssize_t n = recv(fd, message, SHIM_MESSAGE_MAX, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0) {
-		if (room)
-			start->status_length += (size_t)n;
+	if (n > 0 && message[0] == SHIM_MSG_READY) {
+		start_ready(start, message + 1, (size_t)n - 1);
 		return;
 	}
-	start_answered(start);
+	char code[64] = "internal";
+	const char *text = "the command's supervisor (boxd-shim) exited without answering";
+	if (n > 0 && message[0] == SHIM_MSG_FAILED) {
+		message[n] = '\0';
+		int length = 0;
+		if (sscanf(message + 1, "%63s%n", code, &length) == 1 && message[1 + length] == ' ')
+			text = message + 1 + length + 1;
+	}
+	start_finish(start, NULL, code, text);
 }
 
 static int spec_memfd(const struct shim_spec *spec)
@@ -631,14 +688,12 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 	int spec_fd = spec_memfd(spec);
 	if (spec_fd < 0)
 		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-	bool ok = exec_spawn(spec_fd, &start->first_pid, &start->status_fd, error, error_size);
+	start->channel = exec_spawn(start->id, spec_fd, error, error_size);
 	close(spec_fd);
-	if (!ok)
+	if (start->channel < 0)
 		return false;
-	fcntl(start->status_fd, F_SETFL, O_NONBLOCK);
-	start->status_event = event_new(loop, start->status_fd, EV_READ | EV_PERSIST,
-					on_status, start);
-	event_add(start->status_event, NULL);
+	start->answer_event = event_new(loop, start->channel, EV_READ | EV_PERSIST, on_answer, start);
+	event_add(start->answer_event, NULL);
 	return true;
 }
 
@@ -649,21 +704,14 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 	start->request = request;
 	start->started = started;
 	start->arg = arg;
-	start->status_fd = -1;
+	start->channel = -1;
 	start->id = request->id ? xstrdup(request->id) : exec_new_id(request->background);
-	char *dir = exec_state_path(start->id, NULL);
+	/* The state dir is the shim's to make (a spare made it ahead). */
 	char error[512] = "";
 	struct shim_spec spec;
-	bool ok = mkdir(dir, 0700) == 0;
-	if (!ok)
-		snprintf(error, sizeof error, "cannot create the command's state dir %s: %s", dir,
-			 strerror(errno));
-	free(dir);
-	if (ok) {
-		fill_spec(&spec, request, start->id);
-		ok = spawn_shim(start, &spec, error, sizeof error);
-		shim_spec_free(&spec);
-	}
+	fill_spec(&spec, request, start->id);
+	bool ok = spawn_shim(start, &spec, error, sizeof error);
+	shim_spec_free(&spec);
 	if (!ok) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		start_finish(start, NULL, "internal", error);
@@ -766,8 +814,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	exec_disk_init(config->work_dir);
 	exec_adopt(procs);
 	free(procs);
-	exec_spawn_init(shim_program, shim_cgroup);
-	exec_spawn_spare();
+	exec_spawn_init(base, shim_program, shim_cgroup, prepare_spec);
 	health_register(contribute_health);
 	secrets_on_change(on_secrets_changed, NULL);
 }

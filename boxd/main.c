@@ -143,6 +143,9 @@ int main(int argc, char **argv)
 		log_msg(LOG_LEVEL_WARNING, "%s; boxd keeps the capabilities it started with", cap_error);
 
 	base = event_base_new();
+	/* Three priorities: every event at the middle one, and the lowest for
+	 * work that should wait until nothing else is pending (exec's spares). */
+	event_base_priority_init(base, 3);
 	struct event *term = evsignal_new(base, SIGTERM, on_stop_signal, NULL);
 	struct event *interrupt = evsignal_new(base, SIGINT, on_stop_signal, NULL);
 	event_add(term, NULL);

@@ -1,18 +1,27 @@
 /* boxd-shim: the parent of one command, outliving boxd.
  *
- * boxd starts it with the spec (shim-spec.h) on stdin and a pipe on stdout.
- * Or ahead of need, as a spare: stdin is then a socket; the spare detaches
- * at once and waits for the spec's descriptor on it (and leaves at its end,
- * when boxd goes), so a command's start does not wait for a shim's start.
- * The shim detaches (new session, forked away from boxd so nothing of boxd's
- * fate reaches it), starts the command, writes its meta file, then answers on
- * stdout with one line and closes it:
+ * boxd starts it as `boxd-shim --spare` with a socketpair as its stdin (the
+ * channel, shim-protocol.h), ahead of need: the shim detaches at once, takes
+ * the preparation boxd sends (SHIM_MSG_PREPARE) and makes everything a start
+ * needs that does not depend on the command (shim-prepare.c), then waits for
+ * the spec's descriptor (SHIM_MSG_SPEC), so a command's start pays for
+ * neither the shim's own start nor that work. It leaves when boxd closes the
+ * channel (or dies) first. The detaching (new session, forked away from boxd
+ * so nothing of boxd's fate reaches it) keeps the shim from being boxd's
+ * child. It starts the command, writes its meta file, then answers on the
+ * channel with SHIM_MSG_READY (the meta) or SHIM_MSG_FAILED ("CODE
+ * SENTENCE"), and the channel stays boxd's connection. Others (streams, a
+ * boxd restarted) connect to STATE_DIR/sock. When the shell exits, the shim
+ * finishes the log and the captures, then hands boxd the exit record
+ * (SHIM_MSG_EXIT) and writes STATE_DIR/exit (exit-record.h). It stays while
+ * daemons the command left behind still run, logging their output, until
+ * they end or the command's deadline ends them.
+ *
+ * Started without --spare (by a boxd from before the channel, while a
+ * package upgrade replaces this binary under it), the spec is on stdin (or
+ * its descriptor on a socket there) and the answer one line on stdout:
  *   "ready SHIM_PID COMMAND_PID STARTED_AT\n"  or  "error CODE SENTENCE\n"
- * From then on boxd talks to it over STATE_DIR/sock (shim-protocol.h). When
- * the shell exits, the shim finishes the log and the captures, then writes
- * STATE_DIR/exit (exit-record.h), then tells connected clients. It stays
- * while daemons the command left behind still run, logging their output,
- * until they end or the command's deadline ends them. */
+ * and the exit record and captures are files before SHIM_MSG_EXIT. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,12 +33,15 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "exit-record.h"
+#include "fields.h"
 #include "protected.h"
 #include "shim-protocol.h"
 #include "shim.h"
@@ -38,6 +50,11 @@
 #define SHIM_TERM_GRACE_MS 5000
 
 static struct shim shim_state;
+
+/* Stray signals do not end a shim: boxd stops commands over the socket. */
+const int shim_ignored_signals[] = {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2,
+				    SIGALRM};
+const size_t shim_ignored_signal_count = sizeof shim_ignored_signals / sizeof shim_ignored_signals[0];
 
 static void status_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void status_line(const char *fmt, ...)
@@ -68,6 +85,46 @@ static char *state_path(const struct shim *shim, const char *name)
 	return xasprintf("%s/%s", shim->spec.state_dir, name);
 }
 
+/* The start's answer on the channel (or the old status line on stdout). */
+static void answer_failed(struct shim *shim, const char *code, const char *sentence)
+{
+	if (shim->channel < 0) {
+		status_line("error %s %s", code, sentence);
+		return;
+	}
+	char *message = xasprintf("%c%s %s", SHIM_MSG_FAILED, code, sentence);
+	ssize_t unused = send(shim->channel, message, strlen(message), MSG_NOSIGNAL);
+	(void)unused;
+	free(message);
+}
+
+static void answer_ready(struct shim *shim, const struct shim_meta *meta)
+{
+	if (shim->channel < 0) {
+		status_line("ready %d %d %lld", getpid(), shim->pid, (long long)shim->started_at);
+		return;
+	}
+	size_t length;
+	char *fields = shim_meta_format(meta, &length);
+	char *message = xmalloc(length + 1);
+	message[0] = SHIM_MSG_READY;
+	memcpy(message + 1, fields, length);
+	ssize_t unused = send(shim->channel, message, length + 1, MSG_NOSIGNAL);
+	(void)unused;
+	free(message);
+	free(fields);
+	/* From now on the channel is boxd's connection like any other: stops,
+	 * new secrets, the exit notice (shim-socket.c). */
+	int buffer = 1 << 20;
+	setsockopt(shim->channel, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+	fcntl(shim->channel, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
+		if (shim->clients[i].fd < 0) {
+			shim->clients[i] = (struct shim_client){.fd = shim->channel};
+			break;
+		}
+}
+
 void shim_stop(struct shim *shim, int signal, int64_t grace_ms)
 {
 	run_signal_tree(shim, signal);
@@ -92,7 +149,44 @@ static void drain(struct shim *shim)
 	}
 }
 
-/* The shell has exited: finish what a result needs, then write the record. */
+/* The exit record as SHIM_MSG_EXIT carries it; NULL when too big (a huge
+ * log error): boxd then reads the file. */
+static void set_exit_notice(struct shim *shim, const struct exit_record *record)
+{
+	free(shim->exit_notice);
+	shim->exit_notice = exit_record_format(record, &shim->exit_notice_length);
+	if (shim->exit_notice_length >= SHIM_MESSAGE_MAX) {
+		free(shim->exit_notice);
+		shim->exit_notice = NULL;
+		shim->exit_notice_length = 0;
+	}
+}
+
+/* Writes STATE_DIR/exit; on failure the record in the notice says why. */
+static bool write_exit_file(struct shim *shim, struct exit_record *record)
+{
+	char *path = state_path(shim, "exit");
+	bool written = exit_record_write(record, path);
+	if (!written) {
+		/* A full disk, say. boxd would take a missing record for a shim
+		 * killed from outside: the exit notice carries the record instead. */
+		char *why = xasprintf("the exit record could not be written to %s: %s", path,
+				      strerror(errno));
+		free(record->message);
+		record->message = why;
+		set_exit_notice(shim, record);
+	}
+	free(path);
+	return written;
+}
+
+/* The shell has exited: finish what a result needs, then hand over the
+ * record. A foreground command's result is what its caller waits for, so
+ * when the record and the captures fit in one message boxd gets them first
+ * and the files follow (boxd checks they did once the shim is gone, and
+ * writes the record itself if not: exec.c). Otherwise, and for a background
+ * command (whose end nobody is waiting on), the files come first: their
+ * presence means "ended" and the notice only says it. */
 static void record_exit(struct shim *shim)
 {
 	drain(shim);
@@ -103,7 +197,7 @@ static void record_exit(struct shim *shim)
 		.duration_ms = clock_monotonic_ms() - shim->started_monotonic,
 		.log_bytes = (int64_t)shim->log.total,
 		.truncated = output_truncated(shim),
-		.log_error = shim->log.error,
+		.log_error = shim->log.error ? xstrdup(shim->log.error) : NULL,
 	};
 	int status = shim->wait_status;
 	if (WIFSIGNALED(status)) {
@@ -131,24 +225,32 @@ static void record_exit(struct shim *shim)
 				(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
 	}
 	record.peak_memory_bytes = cgroup_job_peak_memory(&shim->job);
-	char *path = state_path(shim, "exit");
-	if (!exit_record_write(&record, path)) {
-		/* A full disk, say. boxd would take a missing record for a shim
-		 * killed from outside: the exit notice carries the record instead. */
-		char *why = xasprintf("the exit record could not be written to %s: %s", path,
-				      strerror(errno));
-		record.message = why;
-		shim->exit_notice = exit_record_format(&record, &shim->exit_notice_length);
-		if (shim->exit_notice_length >= SHIM_MESSAGE_MAX) { /* a huge log error */
-			free(shim->exit_notice);
-			shim->exit_notice = NULL;
-			shim->exit_notice_length = 0;
-		}
-		free(why);
+	/* Room for the record's own fields beside the captures. */
+	const size_t room = SHIM_MESSAGE_MAX - 4096;
+	bool first = shim->channel >= 0 && !shim->spec.background &&
+		     output_captures(shim, room, record.captures, record.capture_lengths);
+	if (first) {
+		record.has_captures = true;
+		set_exit_notice(shim, &record);
+		first = shim->exit_notice != NULL;
 	}
-	free(path);
-	shim->recorded = true;
-	socket_send_exit(shim);
+	if (first) {
+		shim->recorded = true;
+		socket_send_exit(shim);
+		write_exit_file(shim, &record);
+	} else {
+		exit_record_drop_captures(&record);
+		record.has_captures = false;
+		output_save_captures(shim);
+		bool written = write_exit_file(shim, &record);
+		/* The channel's boxd takes the record from the notice; an old
+		 * boxd reads the file and wants the notice empty. */
+		if (written && shim->channel >= 0)
+			set_exit_notice(shim, &record);
+		shim->recorded = true;
+		socket_send_exit(shim);
+	}
+	exit_record_free(&record);
 }
 
 /* Reaps every child; returns true when none is left. */
@@ -316,10 +418,8 @@ static void detach(void)
 
 static int setup_signals(void)
 {
-	/* Stray signals do not end a shim: boxd stops commands over the socket. */
-	int ignored[] = {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
-	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++)
-		signal(ignored[i], SIG_IGN);
+	for (size_t i = 0; i < shim_ignored_signal_count; i++)
+		signal(shim_ignored_signals[i], SIG_IGN);
 	sigset_t child;
 	sigemptyset(&child);
 	sigaddset(&child, SIGCHLD);
@@ -327,27 +427,65 @@ static int setup_signals(void)
 	return signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* Writes the meta file: into meta.tmp made ahead, else the slow way. */
+static bool write_meta(struct shim *shim, const struct shim_meta *meta)
+{
+	struct shim_prepared *p = &shim->prep;
+	if (p->meta_fd >= 0 && p->state_fd >= 0) {
+		size_t length;
+		struct fields_writer w = {0};
+		w.data = shim_meta_format(meta, &length);
+		w.length = w.capacity = length;
+		bool ok = fields_write_into(&w, p->meta_fd, p->state_fd, "meta.tmp", "meta");
+		int saved = errno;
+		fields_writer_free(&w);
+		close(p->meta_fd);
+		p->meta_fd = -1;
+		if (ok)
+			return true;
+		errno = saved;
+		if (errno != ENOENT) /* meta.tmp removed from outside: the slow way */
+			return false;
+	}
+	char *path = state_path(shim, "meta");
+	bool written = shim_meta_write(meta, path);
+	free(path);
+	return written;
+}
+
+/* Starts the command (what was prepared is in place) and answers boxd. */
 static bool start(struct shim *shim)
 {
 	char code[64] = "internal", error[768];
-	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes);
-	if (!cgroup_job_create(&shim->job, shim->spec.cgroup_base, shim->spec.pids_base,
-			       shim->spec.id, shim->spec.pids_max, shim->spec.memory_max)) {
-		status_line("error bad_request memoryMaxBytes cannot be enforced: the command's "
-			    "cgroup takes no memory.max (%s)", strerror(errno));
+	if (shim->prep.error) {
+		prepare_remove_cgroups(shim);
+		answer_failed(shim, shim->prep.code, shim->prep.error);
 		return false;
 	}
-	output_init(shim);
+	/* A seed sets it itself, before the command's exec. */
+	if (!shim->seeded && shim->spec.memory_max &&
+	    !cgroup_job_set_memory_max(&shim->job, shim->spec.memory_max)) {
+		char why[256];
+		snprintf(why, sizeof why, "memoryMaxBytes cannot be enforced: the command's cgroup "
+			 "takes no memory.max (%s)", strerror(errno));
+		prepare_remove_cgroups(shim);
+		answer_failed(shim, "bad_request", why);
+		return false;
+	}
 	shim->started_at = clock_now_ms();
 	shim->started_monotonic = clock_monotonic_ms();
-	if (!socket_listen(shim, error, sizeof error) ||
-	    !run_start(shim, code, sizeof code, error, sizeof error)) {
+	if (!run_start(shim, code, sizeof code, error, sizeof error)) {
 		if (shim->pid > 0)
 			waitpid(shim->pid, NULL, 0);
-		cgroup_job_remove(&shim->job);
-		status_line("error %s %s", code, error);
+		prepare_remove_cgroups(shim);
+		answer_failed(shim, code, error);
 		return false;
 	}
+	/* After the fork (or the seed's go), overlapping the command's exec:
+	 * the log (a file made in the work dir), the masks' compilation. The
+	 * output waits in the pipes meanwhile. */
+	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes);
+	output_init(shim);
 	if (shim->spec.hold_output)
 		shim->held_until = shim->started_monotonic + SHIM_HOLD_MS;
 	if (shim->spec.timeout_ms > 0)
@@ -360,67 +498,169 @@ static bool start(struct shim *shim)
 		.background = shim->spec.background, .started_at = shim->started_at,
 		.timeout_ms = shim->spec.timeout_ms, .pid = shim->pid, .shim_pid = getpid(),
 	};
-	char *path = state_path(shim, "meta");
-	bool written = shim_meta_write(&meta, path);
+	/* Before the answer: a boxd restarted from here on finds the command. */
+	bool written = write_meta(shim, &meta);
 	int write_error = errno; /* before the cleanup below changes it */
-	free(path);
-	free(meta.cmd);
-	free(meta.cwd);
 	if (!written) {
 		run_signal_tree(shim, SIGKILL);
-		status_line("error internal cannot write the state of the command in %s: %s",
-			    shim->spec.state_dir, strerror(write_error));
+		snprintf(error, sizeof error, "cannot write the state of the command in %s: %s",
+			 shim->spec.state_dir, strerror(write_error));
+		answer_failed(shim, "internal", error);
+	} else {
+		/* A spare is protected already; a shim made for this command
+		 * in its final cgroup by now. */
+		if (shim->spec.protected_dir && !shim->prep.is_protected)
+			shim->prep.is_protected = protected_add(shim->spec.protected_dir, getpid());
+		answer_ready(shim, &meta);
+	}
+	free(meta.cmd);
+	free(meta.cwd);
+	return written;
+}
+
+/* A message on the channel, whole (its type byte first), and the one
+ * descriptor it may carry (else -1). NULL at the end. */
+static char *channel_receive(int channel, size_t *length, int *fd)
+{
+	*fd = -1;
+	for (;;) {
+		ssize_t size = recv(channel, NULL, 0, MSG_PEEK | MSG_TRUNC);
+		if (size < 0 && errno == EINTR)
+			continue;
+		if (size <= 0 || size > (1 << 20))
+			return NULL;
+		char *data = xmalloc((size_t)size + 1);
+		struct iovec part = {data, (size_t)size};
+		union {
+			char space[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} control;
+		struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
+					 .msg_control = control.space,
+					 .msg_controllen = sizeof control.space};
+		ssize_t n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
+		if (n == size) {
+			struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+			if (header && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS)
+				memcpy(fd, CMSG_DATA(header), sizeof *fd);
+			data[n] = '\0';
+			*length = (size_t)n;
+			return data;
+		}
+		free(data);
+		if (!(n < 0 && errno == EINTR))
+			return NULL;
+	}
+}
+
+/* A spare: preparation, then the spec. False when boxd went away first. */
+static bool spare_wait(struct shim *shim)
+{
+	char error[512];
+	size_t length;
+	int seed_socket;
+	char *message = channel_receive(shim->channel, &length, &seed_socket);
+	if (!message)
+		return false; /* boxd went away before it needed this spare */
+	bool ok = message[0] == SHIM_MSG_PREPARE &&
+		  shim_spec_parse(&shim->spec, message + 1, length - 1, false, error, sizeof error);
+	free(message);
+	shim->prep.seed_socket = seed_socket;
+	if (!ok)
+		return false;
+	prepare(shim);
+	if (!shim->prep.error)
+		seed_start(shim); /* last: it needs everything else made */
+	char tag = 0;
+	int fd = receive_fd(shim->channel, &tag);
+	if (fd < 0) {
+		prepare_discard(shim);
 		return false;
 	}
-	/* From here on the shim's own commands may not signal it (nor may any
-	 * other); it sits in its final cgroup by now. */
-	if (shim->spec.protected_dir)
-		protected_add(shim->spec.protected_dir, getpid());
-	status_line("ready %d %d %lld", getpid(), shim->pid, (long long)shim->started_at);
+	/* boxd gives the seed the spec only for the id it was made for. */
+	shim->seeded = tag == SHIM_MSG_SPEC_SEEDED && shim->prep.seed > 0;
+	if (!shim->seeded)
+		seed_stop(shim);
+	struct shim_spec spec;
+	ok = shim_spec_read(&spec, fd, error, sizeof error);
+	close(fd);
+	if (!ok) {
+		prepare_discard(shim);
+		answer_failed(shim, "internal", error);
+		return false;
+	}
+	if (!prepare_take(shim, &spec) && shim->seeded) {
+		/* The seed has a spec that was not made for its cgroups: never
+		 * boxd's doing (exec-spawn.c), and the command must not run twice. */
+		answer_failed(shim, "internal", "the spec given to the seed does not match what was "
+			      "prepared for it");
+		return false;
+	}
 	return true;
 }
 
-int main(int argc, char **argv)
+/* Started by a boxd from before the channel (see the top). */
+static bool legacy_wait(struct shim *shim)
 {
-	struct shim *shim = &shim_state;
-	*shim = (struct shim){.stdin_fd = -1, .listen_fd = -1, .guard_fd = -1};
-	shim->out.fd = shim->err.fd = -1;
-	shim->out.kind = SHIM_MSG_STDOUT;
-	shim->err.kind = SHIM_MSG_STDERR;
 	char error[512];
-	if (argc == 2 && !strcmp(argv[1], "--keep-cgroup"))
-		return keep_cgroup();
-	if (argc > 1) {
-		fprintf(stderr, "usage: boxd-shim < SPEC (started by boxd; see shim-spec.h)\n"
-			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");
-		return 2;
-	}
-	int signal_fd = setup_signals();
 	struct stat input;
 	bool spare = fstat(STDIN_FILENO, &input) == 0 && S_ISSOCK(input.st_mode);
 	if (spare) {
 		detach();
-		int spec = receive_fd(STDIN_FILENO);
+		int spec = receive_fd(STDIN_FILENO, NULL);
 		if (spec < 0)
-			return 0; /* boxd went away before it needed this spare */
+			return false; /* boxd went away before it needed this spare */
 		dup2(spec, STDIN_FILENO);
 		close(spec);
 	}
 	if (!shim_spec_read(&shim->spec, STDIN_FILENO, error, sizeof error)) {
 		status_line("error internal %s", error);
-		return 1;
+		return false;
 	}
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	dup2(null, STDIN_FILENO);
 	close(null);
 	if (!spare)
 		detach();
-	if (!start(shim))
-		return 1;
-	loop(shim, signal_fd);
+	prepare(shim);
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct shim *shim = &shim_state;
+	*shim = (struct shim){.stdin_fd = -1, .listen_fd = -1, .guard_fd = -1, .channel = -1};
+	shim->log.fd = -1;
+	prepare_init(shim);
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
+		shim->clients[i].fd = -1;
+	shim->out.fd = shim->err.fd = -1;
+	shim->out.kind = SHIM_MSG_STDOUT;
+	shim->err.kind = SHIM_MSG_STDERR;
+	if (argc == 2 && !strcmp(argv[1], "--keep-cgroup"))
+		return keep_cgroup();
+	bool spare = argc == 2 && !strcmp(argv[1], "--spare");
+	if (argc > 1 && !spare) {
+		fprintf(stderr, "usage: boxd-shim --spare (started by boxd: the channel on stdin; see "
+			"shim-protocol.h)\n"
+			"       boxd-shim < SPEC (the same, as boxd did before the channel)\n"
+			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");
+		return 2;
+	}
+	int signal_fd = setup_signals();
+	if (spare) {
+		shim->channel = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		dup2(null, STDIN_FILENO);
+		close(null);
+		detach();
+	}
+	bool ready = spare ? spare_wait(shim) : legacy_wait(shim);
+	if (ready && start(shim))
+		loop(shim, signal_fd);
 	log_file_close(&shim->log);
-	cgroup_job_remove(&shim->job);
-	if (shim->spec.protected_dir)
+	prepare_remove_cgroups(shim);
+	if (shim->prep.is_protected && shim->spec.protected_dir)
 		protected_remove(shim->spec.protected_dir, getpid());
-	return 0;
+	return ready ? 0 : 1;
 }

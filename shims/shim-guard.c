@@ -30,10 +30,15 @@
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/filter.h>
 
 #include "fd-passing.h"
+#include "io.h"
+#include "xalloc.h"
 #include "protected.h"
 #include "shim.h"
 
@@ -71,36 +76,85 @@ static bool add_rules(scmp_filter_ctx ctx)
 	       notify_rule(ctx, "ioctl", 1, &io_owner) && notify_rule(ctx, "ioctl", 1, &socket_owner);
 }
 
-bool guard_install(int channel)
+static scmp_filter_ctx guard_filter(void)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
-		return false;
+		return NULL;
 	/* No no_new_privs: sudo and setuid programs keep working in commands. */
 	seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	/* 32-bit programs in a command are filtered alike instead of killed. */
 	seccomp_arch_add(ctx, SCMP_ARCH_X86);
 	seccomp_arch_add(ctx, SCMP_ARCH_X32);
-	if (!add_rules(ctx) || seccomp_load(ctx) != 0) {
+	if (!add_rules(ctx)) {
 		seccomp_release(ctx);
-		return false;
+		return NULL;
 	}
-	int fd = seccomp_notify_fd(ctx);
+	return ctx;
+}
+
+void *guard_prepare(void)
+{
+	/* libseccomp builds the BPF program (a few hundred microseconds of
+	 * resolving names and sorting rules); exported once, the child loads it
+	 * with one seccomp(2) call, the very call seccomp_load would make. */
+	scmp_filter_ctx ctx = guard_filter();
+	int fd = ctx ? memfd_create("guard", MFD_CLOEXEC) : -1;
+	struct sock_fprog *program = NULL;
+	if (fd >= 0 && seccomp_export_bpf(ctx, fd) == 0 && lseek(fd, 0, SEEK_SET) == 0) {
+		size_t length;
+		char *code = io_read_to_end(fd, 1 << 20, &length);
+		if (code && length && length % sizeof(struct sock_filter) == 0 &&
+		    length / sizeof(struct sock_filter) <= BPF_MAXINSNS) {
+			/* One block (one free): the header, then the code. */
+			program = xmalloc(sizeof *program + length);
+			program->len = (unsigned short)(length / sizeof(struct sock_filter));
+			program->filter = (struct sock_filter *)(program + 1);
+			memcpy(program->filter, code, length);
+		}
+		free(code);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ctx)
+		seccomp_release(ctx);
+	return program;
+}
+
+bool guard_install(int channel, const void *prepared)
+{
+	int fd;
+	if (prepared) {
+		/* Flags as seccomp_load sets them for this filter: a listener,
+		 * no TSYNC, no log, no_new_privs left alone (root's CAP_SYS_ADMIN). */
+		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+				  prepared);
+		if (fd < 0)
+			return false;
+	} else {
+		scmp_filter_ctx ctx = guard_filter();
+		if (!ctx || seccomp_load(ctx) != 0) {
+			if (ctx)
+				seccomp_release(ctx);
+			return false;
+		}
+		fd = seccomp_notify_fd(ctx);
+		seccomp_release(ctx);
+	}
 	bool sent = fd_passing_send(channel, fd, 'g', 0);
 	close(fd);
-	seccomp_release(ctx);
 	return sent;
 }
 
 int guard_receive(int channel)
 {
-	int fd = receive_fd(channel);
+	int fd = receive_fd(channel, NULL);
 	if (fd >= 0)
 		fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
 }
 
-int receive_fd(int channel)
+int receive_fd(int channel, char *tag)
 {
 	char byte;
 	struct iovec part = {&byte, 1};
@@ -111,8 +165,14 @@ int receive_fd(int channel)
 	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
 				 .msg_control = control.space, .msg_controllen = sizeof control.space};
 	/* The child either sends the fd or fails (and closes its end). */
-	if (recvmsg(channel, &message, MSG_CMSG_CLOEXEC) != 1)
+	ssize_t n;
+	do
+		n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
 		return -1;
+	if (tag)
+		*tag = byte;
 	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
 	if (!header || header->cmsg_type != SCM_RIGHTS)
 		return -1;

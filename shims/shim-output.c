@@ -151,37 +151,67 @@ bool output_truncated(const struct shim *shim)
 	return capture_truncated(&shim->out.capture) || capture_truncated(&shim->err.capture);
 }
 
-/* Head, a marker line naming what was left out, tail; never splitting a
- * character at either cut. */
+/* A capture as its reader gets it: the head, a marker line naming what was
+ * left out, the tail; never splitting a character at either cut. The three
+ * pieces point into the capture (the tail into `tail`, which the caller
+ * frees) and into the marker (caller frees; NULL when nothing was left out). */
+struct capture_text {
+	const char *head, *tail;
+	size_t head_length, tail_length;
+	char *marker, *tail_copy;
+};
+
+static void capture_text(struct shim *shim, const struct shim_capture *c, struct capture_text *t)
+{
+	*t = (struct capture_text){0};
+	t->tail_copy = xmalloc(c->tail_length + 1);
+	size_t first = c->half - c->tail_start;
+	if (first > c->tail_length)
+		first = c->tail_length;
+	if (c->tail_length) {
+		memcpy(t->tail_copy, c->tail + c->tail_start, first);
+		memcpy(t->tail_copy + first, c->tail, c->tail_length - first);
+	}
+	t->head = c->head;
+	t->head_length = c->head_length;
+	t->tail = t->tail_copy;
+	t->tail_length = c->tail_length;
+	if (capture_truncated(c)) {
+		size_t head = utf8_prefix_length(c->head, c->head_length);
+		size_t skip = utf8_skip_partial(t->tail_copy, c->tail_length);
+		uint64_t omitted = c->total - head - (c->tail_length - skip);
+		t->marker = xasprintf("\n[... %" PRIu64 " bytes omitted; the whole output is in %s ...]\n",
+				      omitted, shim->log.path);
+		t->head_length = head;
+		t->tail += skip;
+		t->tail_length -= skip;
+	}
+}
+
+static size_t capture_text_length(const struct capture_text *t)
+{
+	return t->head_length + (t->marker ? strlen(t->marker) : 0) + t->tail_length;
+}
+
+static void capture_text_free(struct capture_text *t)
+{
+	free(t->marker);
+	free(t->tail_copy);
+}
+
 static void capture_save(struct shim *shim, const struct shim_capture *c, const char *name)
 {
 	char *path = xasprintf("%s/%s", shim->spec.state_dir, name);
 	char *temporary = xasprintf("%s.tmp", path);
 	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd >= 0) {
-		char *tail = xmalloc(c->tail_length + 1);
-		size_t first = c->half - c->tail_start;
-		if (first > c->tail_length)
-			first = c->tail_length;
-		if (c->tail_length) {
-			memcpy(tail, c->tail + c->tail_start, first);
-			memcpy(tail + first, c->tail, c->tail_length - first);
-		}
-		if (!capture_truncated(c)) {
-			io_write_all(fd, c->head, c->head_length);
-			io_write_all(fd, tail, c->tail_length);
-		} else {
-			size_t head = utf8_prefix_length(c->head, c->head_length);
-			size_t skip = utf8_skip_partial(tail, c->tail_length);
-			uint64_t omitted = c->total - head - (c->tail_length - skip);
-			char *marker = xasprintf("\n[... %" PRIu64 " bytes omitted; the whole "
-						 "output is in %s ...]\n", omitted, shim->log.path);
-			io_write_all(fd, c->head, head);
-			io_write_all(fd, marker, strlen(marker));
-			io_write_all(fd, tail + skip, c->tail_length - skip);
-			free(marker);
-		}
-		free(tail);
+		struct capture_text t;
+		capture_text(shim, c, &t);
+		io_write_all(fd, t.head, t.head_length);
+		if (t.marker)
+			io_write_all(fd, t.marker, strlen(t.marker));
+		io_write_all(fd, t.tail, t.tail_length);
+		capture_text_free(&t);
 		close(fd);
 		rename(temporary, path);
 	}
@@ -193,6 +223,44 @@ void output_finish(struct shim *shim)
 {
 	mask_stream_flush(shim->out.masker);
 	mask_stream_flush(shim->err.masker);
+}
+
+bool output_captures(struct shim *shim, size_t limit, char *texts[2], size_t lengths[2])
+{
+	const struct shim_capture *captures[2] = {&shim->out.capture, &shim->err.capture};
+	/* Both halves of both streams bound what the texts can take. */
+	if (!shim->spec.max_output_bytes ||
+	    captures[0]->head_length + captures[0]->tail_length + captures[1]->head_length +
+	    captures[1]->tail_length > limit)
+		return false;
+	struct capture_text t[2];
+	size_t total = 0;
+	for (int i = 0; i < 2; i++) {
+		capture_text(shim, captures[i], &t[i]);
+		total += capture_text_length(&t[i]);
+	}
+	bool fits = total <= limit;
+	for (int i = 0; i < 2; i++) {
+		if (fits) {
+			lengths[i] = capture_text_length(&t[i]);
+			char *text = xmalloc(lengths[i] + 1), *at = text;
+			memcpy(at, t[i].head, t[i].head_length);
+			at += t[i].head_length;
+			if (t[i].marker) {
+				memcpy(at, t[i].marker, strlen(t[i].marker));
+				at += strlen(t[i].marker);
+			}
+			memcpy(at, t[i].tail, t[i].tail_length);
+			text[lengths[i]] = '\0';
+			texts[i] = text;
+		}
+		capture_text_free(&t[i]);
+	}
+	return fits;
+}
+
+void output_save_captures(struct shim *shim)
+{
 	if (shim->spec.max_output_bytes) {
 		capture_save(shim, &shim->out.capture, "stdout");
 		capture_save(shim, &shim->err.capture, "stderr");

@@ -12,15 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
 
 #include "protected.h"
+#include "shim-protocol.h"
 #include "shim.h"
 #include "text.h"
 #include "xalloc.h"
@@ -39,13 +42,14 @@ static void __attribute__((noreturn)) child_fail(int report, const char *code,
 	_exit(127);
 }
 
+/* exec keeps only ignored dispositions and the mask: the shim's, undone. */
 static void child_reset_signals(void)
 {
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
+	for (size_t i = 0; i < shim_ignored_signal_count; i++)
+		signal(shim_ignored_signals[i], SIG_DFL);
 }
 
 /* boxd runs with OOMScoreAdjust=-1000 and everything it starts inherits
@@ -72,6 +76,8 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 	struct cgroup_job join = shim->job;
 	if (shim->born_in_cgroup)
 		join.v2_dir = NULL;
+	if (shim->pids_joined)
+		join.pids_dir = NULL; /* a seed joined it ahead */
 	if (!cgroup_job_join(&join) && (join.v2_dir || join.pids_dir))
 		child_fail(report, "internal", "cannot join the command's cgroup", errno);
 	setpgid(0, 0);
@@ -87,7 +93,7 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		setrlimit(spec->rlimits[i].resource, &limit);
 	}
 	raise_oom_score();
-	if (guard_channel >= 0 && !guard_install(guard_channel))
+	if (guard_channel >= 0 && !guard_install(guard_channel, shim->prep.guard_filter))
 		child_fail(report, "internal", "cannot install the signal guard", errno);
 	if (geteuid() == 0) {
 		if (setgroups(spec->group_count, spec->groups) != 0 || setgid(spec->gid) != 0 ||
@@ -100,6 +106,7 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		child_fail(report, errno == ENOENT ? "cwd_not_found" : "bad_request",
 			   spec->cwd, errno);
 	char *argv[] = {"bash", "-c", (char *)shell_program, NULL};
+	prctl(PR_SET_PDEATHSIG, 0); /* a seed's: the command outlives a killed shim, as ever */
 	char **env = xcalloc(spec->env_count + 1, sizeof *env);
 	size_t n = 0;
 	for (size_t i = 0; i < spec->env_count; i++)
@@ -115,17 +122,19 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
  * milliseconds. The child then skips its own move into that cgroup. */
 static pid_t spawn_child(struct shim *shim)
 {
-	if (shim->job.v2_dir) {
-		int dir = open(shim->job.v2_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (int round = 0; round < 2 && shim->job.v2_dir; round++) {
+		int dir = shim->prep.cgroup_fd;
 		struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 					  .cgroup = (uint64_t)dir};
 		pid_t pid = dir >= 0 ? (pid_t)syscall(SYS_clone3, &args, sizeof args) : -1;
-		if (dir >= 0)
-			close(dir);
 		if (pid >= 0) {
 			shim->born_in_cgroup = true;
 			return pid;
 		}
+		/* The cgroup made ahead was removed from outside (ENODEV): the
+		 * command gets one made now, with its limits, or none below. */
+		if (round > 0 || !prepare_cgroup_again(shim))
+			break;
 	}
 	return fork();
 }
@@ -148,22 +157,6 @@ static int make_script(const char *cmd)
 	return fd;
 }
 
-static bool make_pipe(int fds[2])
-{
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return false;
-	/* A big pipe means fewer wakeups for a chatty command. */
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
-	return true;
-}
-
-static void close_pair(int fds[2])
-{
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-}
-
 /* Reads the child's report: empty means it exec'd. */
 static bool read_report(int report, char *code, size_t code_size, char *error, size_t error_size)
 {
@@ -182,48 +175,155 @@ static bool read_report(int report, char *code, size_t code_size, char *error, s
 	return text_fail(error, error_size, "%s", tab ? tab + 1 : "the command could not start");
 }
 
+/* ---- the seed ----
+ *
+ * The command's first process, forked by a spare ahead of the command into
+ * the cgroups made for it (v2 by CLONE_INTO_CGROUP; the v1 pids one, on
+ * hybrid hosts, joined here, which costs the cgroup migration lock), with
+ * its OOM score raised and its own process group. It waits on a socket whose
+ * other end boxd made and holds (shim-protocol.h) for the same spec the shim
+ * gets, and then does
+ * what a forked child does (child_run) with nothing forked: the start of a
+ * foreground command is boxd's message to it, its exec, and the shim waking
+ * beside it. A seed that did not get the spec is killed (seed_stop); one
+ * whose socket ends (boxd went away) leaves by itself. */
+static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, pid_t shim_pid)
+{
+	struct shim_prepared *p = &shim->prep;
+	child_reset_signals();
+	/* A seed never runs a command without its shim: it dies with it while
+	 * it waits, and checks again once it has the spec (boxd would have
+	 * given the command to another spare by then). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != shim_pid)
+		_exit(0);
+	/* None of the shim's own ends: its channel and socket must end with
+	 * the shim, whatever a waiting seed does. */
+	int *theirs[] = {&shim->channel, &shim->listen_fd, &p->state_fd, &p->meta_fd,
+			 &p->cgroup_fd, &p->out[0], &p->err[0], &p->in[1], &p->report[0],
+			 &p->guard[0]};
+	for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++)
+		if (*theirs[i] >= 0) {
+			close(*theirs[i]);
+			*theirs[i] = -1;
+		}
+	if (shim->job.pids_dir && cgroup_move(shim->job.pids_dir, getpid()))
+		shim->pids_joined = true;
+	setpgid(0, 0);
+	raise_oom_score();
+	char tag = 0;
+	int spec_fd = receive_fd(socket, &tag);
+	if (spec_fd < 0 || tag != SHIM_MSG_SPEC || getppid() != shim_pid)
+		_exit(0); /* boxd went away, gave the command to the shim alone, or the shim died */
+	close(socket);
+	struct shim_spec spec;
+	char error[512];
+	if (!shim_spec_read(&spec, spec_fd, error, sizeof error))
+		child_fail(p->report[1], "internal", error, EINVAL);
+	close(spec_fd);
+	shim_spec_free(&shim->spec);
+	shim->spec = spec;
+	/* Before anything of the command runs, as the shim would have. */
+	if (spec.memory_max && !cgroup_job_set_memory_max(&shim->job, spec.memory_max))
+		child_fail(p->report[1], "bad_request", "memoryMaxBytes cannot be enforced: the "
+			   "command's cgroup takes no memory.max", errno);
+	int script = make_script(spec.cmd);
+	if (script < 0)
+		child_fail(p->report[1], "internal", "cannot pass the command text", errno);
+	int fds[3] = {spec.stdin_data ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+	child_run(shim, p->report[1], p->guard[1], fds, script);
+}
+
+void seed_start(struct shim *shim)
+{
+	struct shim_prepared *p = &shim->prep;
+	int socket = p->seed_socket;
+	p->seed_socket = -1;
+	if (socket < 0)
+		return;
+	pid_t shim_pid = getpid();
+	int dir = p->cgroup_fd;
+	struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+				  .cgroup = (uint64_t)dir};
+	bool into = dir >= 0;
+	pid_t pid = into ? (pid_t)syscall(SYS_clone3, &args, sizeof args) : -1;
+	if (pid < 0 && !shim->job.v2_dir) {
+		into = false; /* no v2 cgroup here: a plain fork */
+		pid = fork();
+	}
+	/* Else no seed: one moved into the v2 cgroup would pay the very cost
+	 * it is there to save. boxd's sends to its socket then fail, or are
+	 * dropped with this end, and the shim forks the command itself. */
+	if (pid == 0) {
+		shim->born_in_cgroup = into;
+		seed_main(shim, socket, shim_pid);
+	}
+	if (pid > 0)
+		p->seed = pid;
+	close(socket);
+}
+
+void seed_stop(struct shim *shim)
+{
+	if (shim->prep.seed <= 0)
+		return;
+	kill(shim->prep.seed, SIGKILL);
+	waitpid(shim->prep.seed, NULL, 0);
+	shim->prep.seed = 0;
+}
+
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size)
 {
-	int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, report[2] = {-1, -1};
-	int guard[2] = {-1, -1};
-	int script = make_script(shim->spec.cmd);
-	bool ok = script >= 0 && make_pipe(out) && make_pipe(err) && make_pipe(report) &&
-		  socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, guard) == 0;
-	if (ok && shim->spec.stdin_data)
-		ok = make_pipe(in);
-	else if (ok)
-		ok = (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
-	if (!ok) {
-		snprintf(code, code_size, "internal");
-		return text_fail(error, error_size, "cannot set up the command's pipes: %s", strerror(errno));
+	struct shim_prepared *p = &shim->prep;
+	bool with_stdin = shim->spec.stdin_data != NULL;
+	pid_t pid;
+	int saved = 0;
+	if (shim->seeded) {
+		/* The seed has the spec too and is on its way to exec. */
+		pid = p->seed;
+		p->seed = 0;
+		shim->born_in_cgroup = true;
+	} else {
+		int script = make_script(shim->spec.cmd);
+		if (script < 0) {
+			snprintf(code, code_size, "internal");
+			return text_fail(error, error_size, "cannot pass the command text: %s",
+					 strerror(errno));
+		}
+		pid = spawn_child(shim);
+		if (pid == 0) {
+			int fds[3] = {with_stdin ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+			child_run(shim, p->report[1], p->guard[1], fds, script);
+		}
+		saved = errno;
+		close(script);
 	}
-	pid_t pid = spawn_child(shim);
-	if (pid == 0) {
-		int fds[3] = {in[0], out[1], err[1]};
-		child_run(shim, report[1], guard[1], fds, script);
-	}
-	close(report[1]);
-	close(guard[1]);
-	close(out[1]);
-	close(err[1]);
-	close(in[0]);
-	close(script);
+	/* The child's ends, the cgroup's fd: the shim needs them no more. */
+	int report = p->report[0], guard = p->guard[0];
+	p->report[0] = p->guard[0] = -1;
+	prepare_done(shim);
+	shim->out.fd = p->out[0];
+	shim->err.fd = p->err[0];
+	p->out[0] = p->err[0] = -1;
+	if (with_stdin)
+		shim->stdin_fd = p->in[1];
+	else
+		close(p->in[1]);
+	p->in[1] = -1;
 	if (pid < 0) {
+		close(report);
+		close(guard);
 		snprintf(code, code_size, "internal");
-		snprintf(error, error_size, "cannot fork: %s", strerror(errno));
-		close_pair((int[2]){out[0], err[0]});
+		snprintf(error, error_size, "cannot fork: %s", strerror(saved));
 		return false;
 	}
 	shim->pid = pid;
-	shim->guard_fd = guard_receive(guard[0]);
-	close(guard[0]);
-	ok = read_report(report[0], code, code_size, error, error_size);
-	close(report[0]);
-	shim->out.fd = out[0];
-	shim->err.fd = err[0];
-	shim->stdin_fd = shim->spec.stdin_data ? in[1] : -1;
-	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	fcntl(err[0], F_SETFL, O_NONBLOCK);
+	shim->guard_fd = guard_receive(guard);
+	close(guard);
+	bool ok = read_report(report, code, code_size, error, error_size);
+	close(report);
+	fcntl(shim->out.fd, F_SETFL, O_NONBLOCK);
+	fcntl(shim->err.fd, F_SETFL, O_NONBLOCK);
 	if (shim->stdin_fd >= 0)
 		fcntl(shim->stdin_fd, F_SETFL, O_NONBLOCK);
 	return ok;

@@ -26,19 +26,25 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	struct sockaddr_un address = {.sun_family = AF_UNIX};
 	int n = snprintf(address.sun_path, sizeof address.sun_path, "%s/sock",
 			 shim->spec.state_dir);
+	int dir = -1;
 	if (n >= (int)sizeof address.sun_path) {
-		/* A long state dir: reach it through a descriptor (kept open). */
-		int dir = open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		/* A long state dir: reach it through a descriptor (the bound
+		 * socket is the inode, whatever path reached it). */
+		dir = shim->prep.state_fd >= 0 ? shim->prep.state_fd
+					       : open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
 	}
 	unlink(address.sun_path);
 	shim->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (shim->listen_fd < 0 ||
-	    bind(shim->listen_fd, (struct sockaddr *)&address, sizeof address) != 0 ||
-	    listen(shim->listen_fd, 8) != 0) {
-		return text_fail(error, error_size, "cannot listen on %s: %s", address.sun_path,
-				 strerror(errno));
-	}
+	bool ok = shim->listen_fd >= 0 &&
+		  bind(shim->listen_fd, (struct sockaddr *)&address, sizeof address) == 0 &&
+		  listen(shim->listen_fd, 8) == 0;
+	int saved = errno;
+	if (dir >= 0 && dir != shim->prep.state_fd)
+		close(dir);
+	if (!ok)
+		return text_fail(error, error_size, "cannot listen on %s/sock: %s", shim->spec.state_dir,
+				 strerror(saved));
 	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
 		shim->clients[i].fd = -1;
 	return true;

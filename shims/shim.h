@@ -51,9 +51,31 @@ struct shim_client {
 	uint64_t lost;        /* bytes not streamed since the last LOST notice */
 };
 
+/* What a command's start needs that does not depend on the command: made
+ * ahead by a spare shim while it waits for its spec (shim-prepare.c), for
+ * the id boxd reserved for it, so the start pays for none of it. */
+struct shim_prepared {
+	char *id;             /* the id it was made for; NULL: nothing made */
+	char *state_dir;      /* where it is now (renamed with the id) */
+	bool made_state_dir;  /* by this shim (an old boxd makes it itself) */
+	int state_fd;         /* the state dir, for the *at() calls; -1 */
+	int meta_fd;          /* meta.tmp in it, empty; -1 */
+	int cgroup_fd;        /* O_PATH of job.v2_dir for CLONE_INTO_CGROUP; -1 */
+	int seed_socket;      /* the seed's socket from boxd, until the seed has it */
+	pid_t seed;           /* the seed (shim-run.c), 0: none */
+	int out[2], err[2], in[2], report[2], guard[2], null_fd;
+	void *guard_filter;   /* the compiled seccomp filter; NULL: compile in the child */
+	bool is_protected;
+	char code[32];        /* the first thing that could not be made ... */
+	char *error;          /* ... said as the start's answer; NULL: all made */
+};
+
 struct shim {
 	struct shim_spec spec;
 	struct cgroup_job job;
+	struct shim_prepared prep;
+	int channel;          /* boxd's end of the socketpair (--spare); -1: an old
+			       * boxd's shim, answering on stdout */
 	pid_t pid;            /* the command's shell */
 	int64_t started_at, started_monotonic;
 	struct shim_stream out, err;
@@ -64,6 +86,8 @@ struct shim {
 	struct shim_client clients[SHIM_MAX_CLIENTS];
 	int guard_fd;         /* seccomp notification fd, -1 without */
 	bool born_in_cgroup;  /* the command was cloned straight into its cgroup v2 */
+	bool pids_joined;     /* (in the command's process) its v1 pids cgroup too */
+	bool seeded;          /* the seed got the spec: it is the command */
 	bool exited;          /* the shell has been reaped */
 	int wait_status;
 	bool timed_out;
@@ -75,9 +99,40 @@ struct shim {
 	size_t exit_notice_length;
 };
 
+/* shim-prepare.c */
+/* Nothing made yet (every descriptor -1). */
+void prepare_init(struct shim *shim);
+/* Makes what shim->spec's command will need (the spare's preparation spec,
+ * or a command's own spec when nothing was made ahead). A failure is kept in
+ * prep.error and becomes the start's answer. */
+void prepare(struct shim *shim);
+/* Takes the command's spec: uses what was made when it was made for this
+ * id (true); renames it for the same id under the other prefix (a
+ * background command); else removes it and makes it anew. Takes ownership
+ * of `spec`. */
+bool prepare_take(struct shim *shim, struct shim_spec *spec);
+/* Removes what was made and never used (a spare boxd no longer needs), the
+ * seed first; the shim's entry among the protected processes stays (main
+ * removes it). */
+void prepare_discard(struct shim *shim);
+/* After the command's start: closes what the shim keeps no longer. */
+void prepare_done(struct shim *shim);
+/* The command's cgroups, once its tree is gone. */
+void prepare_remove_cgroups(struct shim *shim);
+/* A cgroup made ahead that is gone by the start (removed from outside): made
+ * again, with the command's limits. False when it cannot be. */
+bool prepare_cgroup_again(struct shim *shim);
+
 /* shim-run.c */
-/* Forks the command; on failure returns false with a code and a sentence. */
+/* Forks the command (or takes the seed that has its spec already); on
+ * failure returns false with a code and a sentence. */
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size);
+/* A spare's seed: the command's first process, forked now into the cgroups
+ * made for it, where it waits for the spec on the socket boxd sent with the
+ * preparation. Needs everything else prepared (prepare()). */
+void seed_start(struct shim *shim);
+/* Ends a seed that did not get the spec (another id, or boxd went away). */
+void seed_stop(struct shim *shim);
 /* Signals the whole tree: the cgroup when there is one, else the process
  * group and every descendant found under the shim in /proc. */
 void run_signal_tree(struct shim *shim, int signal);
@@ -86,8 +141,13 @@ void run_signal_tree(struct shim *shim, int signal);
 void output_init(struct shim *shim);
 /* Reads what the pipe has; false at EOF. */
 bool output_read(struct shim *shim, struct shim_stream *stream);
-/* Flushes the maskers and writes the captures into the state dir. */
+/* Flushes the maskers. */
 void output_finish(struct shim *shim);
+/* The captures (a foreground command's), when both together take at most
+ * `limit` bytes: in texts[] (caller frees). False otherwise, or without
+ * captures: then output_save_captures writes them to the state dir. */
+bool output_captures(struct shim *shim, size_t limit, char *texts[2], size_t lengths[2]);
+void output_save_captures(struct shim *shim);
 void output_set_secrets(struct shim *shim, const char *values, size_t length);
 /* `text` masked with the current secrets; caller frees. */
 char *output_mask_text(const char *text);
@@ -117,15 +177,23 @@ void socket_broadcast(struct shim *shim, char kind, const char *data, size_t len
 void socket_send_exit(struct shim *shim);
 
 /* shim-guard.c */
+/* Compiles the seccomp filter ahead (a spare shim does, while it waits), so
+ * the command's child only loads it. NULL when libseccomp cannot. */
+void *guard_prepare(void);
 /* In the command's child, before exec: installs the seccomp filter that hands
- * every signal-sending syscall to the shim, and sends the notification fd
- * over `channel`. Async-signal-safe enough for a child of a single-threaded
- * parent. False when the kernel refuses. */
-bool guard_install(int channel);
+ * every signal-sending syscall to the shim (`filter` from guard_prepare, or
+ * NULL to compile it here), and sends the notification fd over `channel`.
+ * Async-signal-safe enough for a child of a single-threaded parent. False
+ * when the kernel refuses. */
+bool guard_install(int channel, const void *filter);
 /* In the shim: receives the notification fd from `channel`. */
 int guard_receive(int channel);
-/* Receives one descriptor (SCM_RIGHTS) from `channel`; -1 at its end. */
-int receive_fd(int channel);
+/* Receives one descriptor (SCM_RIGHTS) from `channel`; -1 at its end. The
+ * message's one byte goes to *tag when tag is not NULL. */
+int receive_fd(int channel, char *tag);
+/* The signals a shim ignores (boxd-shim.c); its command gets them back. */
+extern const int shim_ignored_signals[];
+extern const size_t shim_ignored_signal_count;
 /* Answers one pending notification: refuses signals aimed at boxd, at any
  * shim, or at every process (-1). */
 void guard_answer(struct shim *shim);

@@ -237,6 +237,23 @@ bool cgroup_has_memory(const char *v2_base)
 	return yes;
 }
 
+/* The command's own cgroup v2 dir below `base`, with its pids limit and
+ * memory.oom.group set; NULL when it cannot be made. */
+static char *make_v2_job(const char *base, const char *id, uint64_t pids_max)
+{
+	char *dir = make_dir(xasprintf("%s/%s", base, id));
+	if (dir && pids_max) {
+		char limit[32];
+		snprintf(limit, sizeof limit, "%" PRIu64, pids_max);
+		write_file(dir, "pids.max", limit);
+	}
+	/* An OOM kill takes the whole command, not a random part of it
+	 * (processes with oom_score_adj -1000, the shim's, are spared). */
+	if (dir)
+		write_file(dir, "memory.oom.group", "1");
+	return dir;
+}
+
 bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
 		       const char *id, uint64_t pids_max, uint64_t memory_max)
 {
@@ -244,16 +261,8 @@ bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *
 	char limit[32];
 	snprintf(limit, sizeof limit, "%" PRIu64, pids_max);
 	if (v2_base) {
-		job->v2_dir = make_dir(xasprintf("%s/%s", v2_base, id));
-		if (job->v2_dir && pids_max)
-			write_file(job->v2_dir, "pids.max", limit);
-		/* An OOM kill takes the whole command, not a random part of it
-		 * (processes with oom_score_adj -1000, the shim's, are spared). */
-		if (job->v2_dir)
-			write_file(job->v2_dir, "memory.oom.group", "1");
-		char cap[32];
-		snprintf(cap, sizeof cap, "%" PRIu64, memory_max);
-		if (memory_max && (!job->v2_dir || !write_file(job->v2_dir, "memory.max", cap))) {
+		job->v2_dir = make_v2_job(v2_base, id, pids_max);
+		if (memory_max && !cgroup_job_set_memory_max(job, memory_max)) {
 			if (job->v2_dir)
 				rmdir(job->v2_dir);
 			free(job->v2_dir);
@@ -269,6 +278,38 @@ bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *
 			free(job->pids_dir);
 			job->pids_dir = NULL;
 		}
+	}
+	return true;
+}
+
+bool cgroup_job_set_memory_max(const struct cgroup_job *job, uint64_t memory_max)
+{
+	char cap[32];
+	snprintf(cap, sizeof cap, "%" PRIu64, memory_max);
+	return job->v2_dir && write_file(job->v2_dir, "memory.max", cap);
+}
+
+bool cgroup_job_rename(struct cgroup_job *job, const char *v2_base, const char *id,
+		       uint64_t pids_max)
+{
+	if (job->v2_dir) {
+		char *dir = make_v2_job(v2_base, id, pids_max);
+		if (!dir)
+			return false;
+		rmdir(job->v2_dir);
+		free(job->v2_dir);
+		job->v2_dir = dir;
+	}
+	if (job->pids_dir) {
+		/* cgroup v1 dirs may be renamed (v2 ones may not: above). */
+		const char *slash = strrchr(job->pids_dir, '/');
+		char *dir = xasprintf("%.*s/%s", (int)(slash - job->pids_dir), job->pids_dir, id);
+		if (rename(job->pids_dir, dir) != 0) {
+			free(dir);
+			return false;
+		}
+		free(job->pids_dir);
+		job->pids_dir = dir;
 	}
 	return true;
 }

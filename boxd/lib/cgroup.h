@@ -54,6 +54,13 @@ struct cgroup_job {
  * be set (the command must not run uncapped); a missing dir is not an error. */
 bool cgroup_job_create(struct cgroup_job *job, const char *v2_base, const char *pids_base,
 		       const char *id, uint64_t pids_max, uint64_t memory_max);
+/* memory.max of the job's v2 cgroup; false when it cannot be set. */
+bool cgroup_job_set_memory_max(const struct cgroup_job *job, uint64_t memory_max);
+/* Gives cgroups made ahead for another id the name `id`: the v1 pids dir is
+ * renamed, a v2 dir (which cgroup2 cannot rename) is made anew with the
+ * same limits and the old one removed. False when that fails. */
+bool cgroup_job_rename(struct cgroup_job *job, const char *v2_base, const char *id,
+		       uint64_t pids_max);
 /* Moves the calling process into the job's cgroups. Async-signal-safe (for a
  * child between fork and exec); false when a move failed. */
 bool cgroup_job_join(const struct cgroup_job *job);

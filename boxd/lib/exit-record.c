@@ -10,7 +10,7 @@
 
 #define STATE_FILE_LIMIT (1u << 20)
 
-bool shim_meta_write(const struct shim_meta *meta, const char *path)
+static void meta_fields(const struct shim_meta *meta, struct fields_writer *w_out)
 {
 	struct fields_writer w = {0};
 	fields_add_string(&w, "id", meta->id);
@@ -25,9 +25,24 @@ bool shim_meta_write(const struct shim_meta *meta, const char *path)
 	fields_add_int(&w, "timeoutMs", meta->timeout_ms);
 	fields_add_int(&w, "pid", meta->pid);
 	fields_add_int(&w, "shimPid", meta->shim_pid);
+	*w_out = w;
+}
+
+bool shim_meta_write(const struct shim_meta *meta, const char *path)
+{
+	struct fields_writer w;
+	meta_fields(meta, &w);
 	bool ok = fields_write_file(&w, path);
 	fields_writer_free(&w);
 	return ok;
+}
+
+char *shim_meta_format(const struct shim_meta *meta, size_t *length)
+{
+	struct fields_writer w;
+	meta_fields(meta, &w);
+	*length = w.length;
+	return w.data;
 }
 
 static void set_string(char **slot, const char *value, size_t length)
@@ -43,6 +58,14 @@ bool shim_meta_read(struct shim_meta *meta, const char *path)
 	char *data = fields_read_file(path, STATE_FILE_LIMIT, &length);
 	if (!data)
 		return false;
+	bool ok = shim_meta_parse(meta, data, length);
+	free(data);
+	return ok;
+}
+
+bool shim_meta_parse(struct shim_meta *meta, const char *data, size_t length)
+{
+	*meta = (struct shim_meta){0};
 	struct fields_reader r = {data, length, 0};
 	const char *key, *v;
 	size_t n;
@@ -61,7 +84,6 @@ bool shim_meta_read(struct shim_meta *meta, const char *path)
 		else if (!strcmp(key, "pid")) meta->pid = (int)fields_int(v, n, 0);
 		else if (!strcmp(key, "shimPid")) meta->shim_pid = (int)fields_int(v, n, 0);
 	}
-	free(data);
 	if (malformed || !meta->id) {
 		shim_meta_free(meta);
 		return false;
@@ -96,6 +118,10 @@ static void record_fields(const struct exit_record *record, struct fields_writer
 	fields_add_int(&w, "truncated", record->truncated);
 	fields_add_string(&w, "logError", record->log_error);
 	fields_add_string(&w, "message", record->message);
+	if (record->has_captures) {
+		fields_add(&w, "stdout", record->captures[0], record->capture_lengths[0]);
+		fields_add(&w, "stderr", record->captures[1], record->capture_lengths[1]);
+	}
 	*w_out = w;
 }
 
@@ -153,6 +179,16 @@ bool exit_record_parse(struct exit_record *record, const char *data, size_t leng
 		else if (!strcmp(key, "truncated")) record->truncated = fields_int(v, n, 0);
 		else if (!strcmp(key, "logError")) set_string(&record->log_error, v, n);
 		else if (!strcmp(key, "message")) set_string(&record->message, v, n);
+		else if (!strcmp(key, "stdout") || !strcmp(key, "stderr")) {
+			int which = key[3] == 'e';
+			free(record->captures[which]);
+			/* Bytes, NULs included (fields_string would stop at one). */
+			record->captures[which] = xmalloc(n + 1);
+			memcpy(record->captures[which], v, n);
+			record->captures[which][n] = '\0';
+			record->capture_lengths[which] = n;
+			record->has_captures = true;
+		}
 	}
 	if (malformed) {
 		exit_record_free(record);
@@ -166,6 +202,16 @@ void exit_record_free(struct exit_record *record)
 	free(record->log_error);
 	free(record->message);
 	record->log_error = record->message = NULL;
+	exit_record_drop_captures(record);
+	record->has_captures = false;
+}
+
+void exit_record_drop_captures(struct exit_record *record)
+{
+	for (int i = 0; i < 2; i++) {
+		free(record->captures[i]);
+		record->captures[i] = NULL;
+	}
 }
 
 static const struct {

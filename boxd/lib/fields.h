@@ -23,6 +23,13 @@ void fields_writer_free(struct fields_writer *writer);
 /* Writes the fields to `path` through a temporary file and rename(2), so a
  * reader sees the whole file or none of it. False with errno set on failure. */
 bool fields_write_file(const struct fields_writer *writer, const char *path);
+/* The same through a temporary made ahead: `fd` is the empty file named
+ * `temporary` in the directory `dir_fd`; the fields go into it and it is
+ * renamed to `name`. One rename on the path of a command instead of a
+ * create and a rename. No fsync: these are the run dir's files (RAM in a
+ * box), read back by boxd after a crash of boxd, not of the machine. */
+bool fields_write_into(const struct fields_writer *writer, int fd, int dir_fd,
+		       const char *temporary, const char *name);
 /* Writes all of them to `fd` (a pipe or memfd). */
 bool fields_write_fd(const struct fields_writer *writer, int fd);
 

@@ -1,16 +1,40 @@
-/* shim-protocol.h: messages on a shim's control socket (STATE_DIR/sock).
+/* shim-protocol.h: messages between boxd and a shim.
  *
- * A SOCK_SEQPACKET unix socket, so every message keeps its boundary: one type
- * byte, then the payload. boxd connects to every live shim and keeps the
- * connection: its end-of-file is how boxd notices a shim that died.
+ * SOCK_SEQPACKET unix sockets, so every message keeps its boundary: one type
+ * byte, then the payload. boxd keeps one connection to every live shim: its
+ * end-of-file is how boxd notices a shim that died. For a shim boxd started
+ * that connection is the shim's stdin, a socketpair (the channel); for one
+ * found again after a restart of boxd it is a connection to STATE_DIR/sock,
+ * which also serves streams.
+ *
+ * On the channel, before the command runs (boxd-shim --spare):
+ * boxd -> shim
+ *   SHIM_MSG_PREPARE  a spec (shim-spec.h, fields) naming what to make ahead:
+ *                     the id, state dir and log path, the cgroups; SCM_RIGHTS
+ *                     carries one end of a socketpair for the seed: the
+ *                     command's first process, which the shim forks ahead
+ *                     into the cgroups made for that id. boxd keeps the other
+ *                     end and sends the seed the same SHIM_MSG_SPEC (for that
+ *                     very id only), so the seed goes straight to exec while
+ *                     the shim wakes beside it.
+ *   SHIM_MSG_SPEC     no payload; SCM_RIGHTS carries a memfd with the spec
+ *   SHIM_MSG_SPEC_SEEDED  the same, and the seed has it too
+ * shim -> boxd
+ *   SHIM_MSG_READY    the command runs: the meta file's bytes (exit-record.h)
+ *   SHIM_MSG_FAILED   "CODE SENTENCE": it could not start (CODE as the API's)
+ * Then, as on any connection:
  *
  * shim -> boxd
  *   SHIM_MSG_STDOUT / SHIM_MSG_STDERR  masked output, only after SUBSCRIBE
  *   SHIM_MSG_LOST     "N": N bytes were not streamed (boxd was slow); the
  *                     log and the captures still have them
- *   SHIM_MSG_EXIT     the exit record has been written (payload empty), or
- *                     could not be (a full disk): then the payload is the
- *                     record itself, in the state file's format
+ *   SHIM_MSG_EXIT     the exit record, in the state file's format, with the
+ *                     captures when they fit in one message. The file is
+ *                     written before the message when the captures do not
+ *                     fit (boxd reads them from the run dir), else just
+ *                     after it. Shims before the channel sent it empty
+ *                     once the file was written (the record only when it
+ *                     could not be).
  * boxd -> shim
  *   SHIM_MSG_SUBSCRIBE  start sending output on this connection
  *   SHIM_MSG_STOP       "SIGNAL GRACE_MS": signal the whole tree, SIGKILL
@@ -21,6 +45,11 @@
 #define BOXD_SHIM_PROTOCOL_H
 
 enum shim_message {
+	SHIM_MSG_PREPARE = 'P',
+	SHIM_MSG_SPEC = 's',
+	SHIM_MSG_SPEC_SEEDED = 'z',
+	SHIM_MSG_READY = 'R',
+	SHIM_MSG_FAILED = 'F',
 	SHIM_MSG_STDOUT = 'O',
 	SHIM_MSG_STDERR = 'E',
 	SHIM_MSG_LOST = 'L',

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fields.h"
@@ -18,7 +19,7 @@ static void add_list(struct fields_writer *w, const char *key, char **items, siz
 		fields_add_string(w, key, items[i]);
 }
 
-bool shim_spec_write(const struct shim_spec *spec, int fd)
+static void spec_fields(const struct shim_spec *spec, struct fields_writer *w_out)
 {
 	struct fields_writer w = {0};
 	fields_add_string(&w, "id", spec->id);
@@ -53,9 +54,24 @@ bool shim_spec_write(const struct shim_spec *spec, int fd)
 			 spec->rlimits[i].soft, spec->rlimits[i].hard);
 		fields_add_string(&w, "rlimit", text);
 	}
+	*w_out = w;
+}
+
+bool shim_spec_write(const struct shim_spec *spec, int fd)
+{
+	struct fields_writer w;
+	spec_fields(spec, &w);
 	bool ok = fields_write_fd(&w, fd);
 	fields_writer_free(&w);
 	return ok;
+}
+
+char *shim_spec_format(const struct shim_spec *spec, size_t *length)
+{
+	struct fields_writer w;
+	spec_fields(spec, &w);
+	*length = w.length;
+	return w.data;
 }
 
 static void push_string(char ***items, size_t *count, const char *value, size_t length)
@@ -114,22 +130,58 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 	return true;
 }
 
+/* The whole of a memfd by position, not by its offset: a shim and the
+ * command's first process read the same one at once (shims/shim-prepare.c).
+ * A pipe (nothing to stat) is read to its end. */
+static char *read_at_start(int fd, size_t *length)
+{
+	struct stat info;
+	if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+		return io_read_to_end(fd, SHIM_SPEC_MAX_BYTES, length);
+	if ((uint64_t)info.st_size > SHIM_SPEC_MAX_BYTES) {
+		errno = EFBIG;
+		return NULL;
+	}
+	size_t size = (size_t)info.st_size, done = 0;
+	char *data = xmalloc(size + 1);
+	while (done < size) {
+		ssize_t n = pread(fd, data + done, size - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	data[done] = '\0';
+	*length = done;
+	return data;
+}
+
 bool shim_spec_read(struct shim_spec *spec, int fd, char *error, size_t error_size)
 {
 	*spec = (struct shim_spec){0};
 	size_t length;
-	char *data = io_read_to_end(fd, SHIM_SPEC_MAX_BYTES, &length);
+	char *data = read_at_start(fd, &length);
 	if (!data)
 		return text_fail(error, error_size, "cannot read the spec on stdin: %s", strerror(errno));
+	bool ok = shim_spec_parse(spec, data, length, true, error, error_size);
+	explicit_bzero(data, length); /* secrets */
+	free(data);
+	return ok;
+}
+
+bool shim_spec_parse(struct shim_spec *spec, const char *data, size_t length, bool complete,
+		     char *error, size_t error_size)
+{
+	*spec = (struct shim_spec){0};
 	struct fields_reader r = {data, length, 0};
 	const char *key, *v;
 	size_t n;
 	bool malformed = false, ok = true;
 	while (ok && fields_next(&r, &key, &v, &n, &malformed))
 		ok = take_field(spec, key, v, n);
-	free(data);
-	if (malformed || !ok || !spec->id || !spec->cmd || !spec->cwd || !spec->state_dir ||
-	    !spec->log_path) {
+	if (malformed || !ok || !spec->id || !spec->state_dir || !spec->log_path ||
+	    (complete && (!spec->cmd || !spec->cwd))) {
 		snprintf(error, error_size, "the spec on stdin is malformed or incomplete");
 		shim_spec_free(spec);
 		return false;

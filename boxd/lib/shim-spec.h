@@ -54,8 +54,16 @@ struct shim_spec {
 
 /* Serialises `spec` to `fd`. */
 bool shim_spec_write(const struct shim_spec *spec, int fd);
-/* Reads a spec from `fd`; on failure returns false with a sentence in `error`. */
+/* The same bytes in memory (caller frees). */
+char *shim_spec_format(const struct shim_spec *spec, size_t *length);
+/* Reads a spec from `fd` (a memfd from its start, whatever its offset, or a
+ * pipe); on failure returns false with a sentence in `error`. */
 bool shim_spec_read(struct shim_spec *spec, int fd, char *error, size_t error_size);
+/* Parses one from memory. `complete`: a command's spec (id, cmd, cwd, state
+ * dir and log path required); else a spare's preparation (SHIM_MSG_PREPARE:
+ * the id, state dir and log path to make ahead, and the cgroups). */
+bool shim_spec_parse(struct shim_spec *spec, const char *data, size_t length, bool complete,
+		     char *error, size_t error_size);
 void shim_spec_free(struct shim_spec *spec);
 
 #endif

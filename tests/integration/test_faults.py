@@ -363,6 +363,9 @@ def test_background_commands_outlive_a_reboot_in_the_list(boxd):
     assert status == 200
     from conftest import wait_for
     wait_for(lambda: [s for s in shim_states(boxd) if s["id"] == running["bgId"]], what="its shim")
+    # Its first output is in the log before the box goes down (a start
+    # answers within a millisecond now, before bash has even echoed).
+    wait_for(lambda: open(running["logPath"]).read() == "working\n", what="its first output")
     shims = [int(s["shimPid"]) for s in shim_states(boxd)]
     boxd.kill()
     boxd.log_file.close()

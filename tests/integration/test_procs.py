@@ -127,7 +127,11 @@ def test_state_dirs_of_shims_that_never_started_are_removed(box):
             with open(os.path.join(state, leftover), "w") as f:
                 f.write("not a shim's meta" if leftover == "meta" else "")
     box.start()
-    assert sorted(os.listdir(os.path.join(box.run_dir, "procs"))) == []
+    left = os.listdir(os.path.join(box.run_dir, "procs"))
+    assert "c_0123456789abcdef" not in left and "b_0123456789abcdef" not in left, left
+    # What is there now is the new spares' (docs/exec.md): made ahead, no meta yet.
+    assert all(not os.path.exists(os.path.join(box.run_dir, "procs", name, "meta"))
+               for name in left), left
 
 
 def test_restart_keeps_procs_and_their_logs(box):

@@ -1,5 +1,6 @@
 /* Unit tests for the formats shared by boxd and boxd-shim: fields, the
  * spec, the exit record, UTF-8 cleaning, signal names. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,106 @@ static void test_spec_round_trip(void)
 	close(fd);
 }
 
+/* A spare's preparation needs no command; a memfd is read from its start
+ * whatever its offset (the shim and its seed read the same one at once). */
+static void test_spec_preparation_and_shared_reads(void)
+{
+	struct shim_spec prepare = {
+		.id = "c_00aa", .state_dir = "/run/boxd/procs/c_00aa",
+		.log_path = "/work/.sbx/logs/c_00aa.log", .cgroup_base = "/sys/fs/cgroup/x",
+		.pids_max = 1024, .log_cap_bytes = 1 << 29,
+	};
+	size_t length;
+	char *data = shim_spec_format(&prepare, &length);
+	struct shim_spec back;
+	char error[256];
+	CHECK(shim_spec_parse(&back, data, length, false, error, sizeof error));
+	CHECK(!strcmp(back.id, "c_00aa") && !back.cmd && !strcmp(back.cgroup_base, "/sys/fs/cgroup/x") &&
+	      back.pids_max == 1024);
+	shim_spec_free(&back);
+	/* As a command's spec it is incomplete. */
+	CHECK(!shim_spec_parse(&back, data, length, true, error, sizeof error));
+	free(data);
+	prepare.cmd = "true";
+	prepare.cwd = "/";
+	int fd = memfd_create("spec", 0);
+	CHECK(shim_spec_write(&prepare, fd));
+	/* The offset sits at the end, as the writer left it: read twice. */
+	CHECK(shim_spec_read(&back, fd, error, sizeof error) && !strcmp(back.cmd, "true"));
+	shim_spec_free(&back);
+	CHECK(shim_spec_read(&back, fd, error, sizeof error) && !strcmp(back.cwd, "/"));
+	shim_spec_free(&back);
+	close(fd);
+}
+
+static void test_meta_in_memory(void)
+{
+	struct shim_meta meta = {.id = "b_1", .cmd = "sleep 1\n", .cwd = "/w", .user = "root",
+				 .log_path = "/w/.sbx/logs/b_1.log", .cgroup = "/sys/fs/cgroup/b/b_1",
+				 .background = true, .started_at = 1700000000001, .timeout_ms = 5000,
+				 .pid = 42, .shim_pid = 41};
+	size_t length;
+	char *data = shim_meta_format(&meta, &length);
+	struct shim_meta back;
+	CHECK(shim_meta_parse(&back, data, length));
+	CHECK(!strcmp(back.id, "b_1") && !strcmp(back.cmd, "sleep 1\n") && back.background &&
+	      back.pid == 42 && back.shim_pid == 41 && back.started_at == 1700000000001 &&
+	      !strcmp(back.cgroup, "/sys/fs/cgroup/b/b_1") && !back.pids_cgroup);
+	shim_meta_free(&back);
+	CHECK(!shim_meta_parse(&back, data, length - 3)); /* cut short: malformed */
+	free(data);
+}
+
+/* A small result travels with its captures (bytes, NULs included). */
+static void test_exit_record_with_captures(void)
+{
+	struct exit_record record = {.exit_code = 0, .cpu_ms = 1, .peak_memory_bytes = 5,
+				     .oom_kills = EXIT_RECORD_UNKNOWN, .has_captures = true,
+				     .captures = {"out\0put\n", ""}, .capture_lengths = {8, 0}};
+	size_t length;
+	char *data = exit_record_format(&record, &length);
+	struct exit_record back;
+	CHECK(exit_record_parse(&back, data, length));
+	CHECK(back.has_captures && back.capture_lengths[0] == 8 &&
+	      !memcmp(back.captures[0], "out\0put\n", 8) && back.capture_lengths[1] == 0 &&
+	      back.captures[1] && back.peak_memory_bytes == 5);
+	exit_record_drop_captures(&back);
+	CHECK(back.has_captures && !back.captures[0] && back.capture_lengths[0] == 8);
+	exit_record_free(&back);
+	free(data);
+	/* Without them (big ones are files), none are claimed. */
+	record.has_captures = false;
+	data = exit_record_format(&record, &length);
+	CHECK(exit_record_parse(&back, data, length) && !back.has_captures && !back.captures[0]);
+	exit_record_free(&back);
+	free(data);
+}
+
+/* A file filled through its temporary made ahead, then renamed. */
+static void test_write_into(void)
+{
+	char dir[] = "/tmp/test-into-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	int dir_fd = open(dir, O_RDONLY | O_DIRECTORY);
+	int fd = openat(dir_fd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct fields_writer w = {0};
+	fields_add_string(&w, "id", "c_1");
+	CHECK(fields_write_into(&w, fd, dir_fd, "meta.tmp", "meta"));
+	close(fd);
+	char path[64];
+	snprintf(path, sizeof path, "%s/meta", dir);
+	size_t length;
+	char *data = fields_read_file(path, 1024, &length);
+	CHECK(data && length == w.length && !memcmp(data, w.data, length));
+	free(data);
+	snprintf(path, sizeof path, "%s/meta.tmp", dir);
+	CHECK(access(path, F_OK) != 0);
+	fields_writer_free(&w);
+	unlinkat(dir_fd, "meta", 0);
+	close(dir_fd);
+	rmdir(dir);
+}
+
 static void test_exit_record(void)
 {
 	char path[] = "/tmp/test-exit-XXXXXX";
@@ -124,6 +225,10 @@ int main(void)
 	test_utf8();
 	test_fields();
 	test_spec_round_trip();
+	test_spec_preparation_and_shared_reads();
+	test_meta_in_memory();
 	test_exit_record();
+	test_exit_record_with_captures();
+	test_write_into();
 	return check_done("exec-formats");
 }

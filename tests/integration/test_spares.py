@@ -1,0 +1,246 @@
+"""Spare shims (boxd/exec-spawn.c, shims/shim-prepare.c): boxd keeps shims
+started ahead, each with the state dir, log and cgroups of the id reserved
+for it made already. A command takes one, never shared; one killed, or whose
+cgroup is removed, changes nothing for the commands; they leave nothing
+behind. And a shim started the way a boxd from before the spares did (a
+package upgrade replaces the binary under a running boxd) still works."""
+import glob
+import os
+import signal
+import subprocess
+import threading
+
+from conftest import BUILD_DIR, wait_for
+from exec_helpers import alive, box, ok, proc, read_fields, start_bg, wait_exited  # noqa: F401
+
+SHIM = os.path.join(BUILD_DIR, "shims", "boxd-shim")
+
+
+def spares(boxd):
+    """{pid: id} of the spares of this boxd: `boxd-shim --spare` processes
+    holding the meta.tmp of a state dir in its run dir (made ahead, filled
+    when a command comes; their seeds hold none of it)."""
+    found = {}
+    procs_dir = os.path.join(boxd.run_dir, "procs") + "/"
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        pid = int(cmdline.split("/")[2])
+        try:
+            if open(cmdline, "rb").read() != b"boxd-shim\0--spare\0":
+                continue
+            targets = [os.readlink(fd) for fd in glob.glob(f"/proc/{pid}/fd/*")]
+        except OSError:
+            continue
+        for target in targets:
+            if target.startswith(procs_dir) and target.endswith("/meta.tmp") and alive(pid):
+                found[pid] = os.path.basename(os.path.dirname(target))
+    return found
+
+
+def seeds(spare_pid):
+    """The seed of a spare: its child, the command's first process forked
+    ahead into the command's cgroups (shims/shim-run.c)."""
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == spare_pid and fields[0] != "Z":
+            found.append(int(stat.split("/")[2]))
+    return found
+
+
+def two_spares(boxd):
+    return wait_for(lambda: (lambda s: s if len(s) == 2 else None)(spares(boxd)), timeout=10,
+                    what="two spare shims")
+
+
+def cgroup_base(boxd):
+    """Where this boxd's commands' cgroups go (None: no cgroup here)."""
+    bg = start_bg(boxd, "sleep 30")
+    meta = read_fields(os.path.join(boxd.run_dir, "procs", bg, "meta"))
+    boxd.call("POST", f"/v1/procs/{bg}/stop", {"signal": "SIGKILL", "graceSec": 0})
+    wait_exited(boxd, bg)
+    return {key: os.path.dirname(meta[key]) for key in ("cgroup", "pidsCgroup") if meta.get(key)}
+
+
+def test_spares_wait_with_their_ids_made(box):
+    ready = two_spares(box)
+    ids = sorted(ready.values())
+    assert all(i.startswith("c_") and len(i) == 18 for i in ids) and ids[0] != ids[1], ids
+    for spare_id in ids:
+        state = os.path.join(box.run_dir, "procs", spare_id)
+        assert os.path.exists(os.path.join(state, "sock"))
+        # Nothing in the work dir, the user's, for a command that may not come.
+        assert not os.path.exists(os.path.join(box.work_dir, ".sbx", "logs", spare_id + ".log"))
+    # Listed nowhere: a spare is not a command.
+    assert all(not p["bgId"].endswith(ids[0][2:]) for p in box.call("GET", "/v1/procs")[1]["procs"])
+
+
+def test_a_command_takes_a_spares_id_and_the_pool_refills(box):
+    ready = two_spares(box)
+    body = ok(box, "echo $PPID")
+    assert body["id"] in ready.values(), (body["id"], ready)
+    # The shell's parent is the spare that was waiting for it.
+    shim = int(body["stdout"])
+    assert shim in ready and ready[shim] == body["id"]
+    again = two_spares(box)
+    assert shim not in again, "the pool did not make a new spare"
+    # A background command takes one under its own prefix.
+    bg = start_bg(box, "true")
+    assert bg.startswith("b_") and "c_" + bg[2:] in again.values(), (bg, again)
+    assert wait_exited(box, bg)["exitCode"] == 0
+
+
+def test_killed_spares_are_replaced_and_commands_still_run(box):
+    ready = two_spares(box)
+    for pid in ready:
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not any(alive(pid) for pid in ready), what="the spares to die")
+    # Right away, whatever the pool has noticed yet.
+    for i in range(3):
+        body = ok(box, f"echo run {i}")
+        assert body["exitCode"] == 0 and body["stdout"] == f"run {i}\n", body
+    again = two_spares(box)
+    assert not set(again) & set(ready)
+    # What the killed ones had made is removed by the next start of boxd.
+    box.stop()
+    box.start()
+    for spare_id in ready.values():
+        assert not os.path.exists(os.path.join(box.run_dir, "procs", spare_id))
+        assert not os.path.exists(os.path.join(box.work_dir, ".sbx", "logs", spare_id + ".log"))
+
+
+def test_a_spare_whose_cgroup_was_removed_still_confines_its_command(box):
+    bases = cgroup_base(box)
+    if "cgroup" not in bases:
+        import pytest
+        pytest.skip("no cgroup v2 for commands here")
+    ready = two_spares(box)
+    # Its seed first (a cgroup with a process in it cannot be removed).
+    for pid in ready:
+        wait_for(lambda: seeds(pid), what="the spare's seed")
+        for seed in seeds(pid):
+            os.kill(seed, signal.SIGKILL)
+    for spare_id in ready.values():
+        wait_for(lambda: _removed(os.path.join(bases["cgroup"], spare_id)),
+                 what="the spare's cgroup to be removed")
+    body = ok(box, "sed -n 's/^0:://p' /proc/self/cgroup")
+    assert body["stdout"].strip().endswith("/" + body["id"]), body
+    # Its tree is still reachable by a timeout through that cgroup.
+    body = ok(box, "setsid sleep 60 & sleep 60", timeoutSec=1)
+    assert body["timedOut"] is True
+
+
+def _removed(path):
+    try:
+        os.rmdir(path)
+        return True
+    except OSError:
+        return False
+
+
+def test_a_killed_seed_changes_nothing_for_the_command(box):
+    ready = two_spares(box)
+    for pid in ready:
+        wait_for(lambda: seeds(pid), what="the spare's seed")
+        for seed in seeds(pid):
+            os.kill(seed, signal.SIGKILL)
+    for i in range(3):
+        body = ok(box, f"echo $$ $PPID; exit {i}")
+        assert body["exitCode"] == i and len(body["stdout"].split()) == 2, body
+    # The seeds of the spares made since run them: their shell is the seed.
+    again = two_spares(box)
+    for pid in again:
+        wait_for(lambda: seeds(pid), what="the new spare's seed")
+    seeded = {pid: seeds(pid)[0] for pid in again}
+    body = ok(box, "echo $$ $PPID")
+    shell, parent = map(int, body["stdout"].split())
+    assert parent in seeded and seeded[parent] == shell, (body, seeded)
+
+
+def test_concurrent_commands_never_share_a_spare(box):
+    two_spares(box)
+    results = [None] * 6
+
+    def run(i):
+        results[i] = box.call("POST", "/v1/exec", {"cmd": "echo $PPID; sleep 0.5"})
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(status == 200 and body["exitCode"] == 0 for status, body in results), results
+    ids = [body["id"] for _, body in results]
+    shims = [body["stdout"] for _, body in results]
+    assert len(set(ids)) == len(ids) and len(set(shims)) == len(shims), results
+
+
+def test_a_small_result_survives_a_restart_of_boxd(box):
+    """A foreground result reaches boxd in the exit notice first; the exit
+    file, written just after, gives the same answer to the next boxd."""
+    small = ok(box, "echo small; echo err >&2; exit 4")
+    big = ok(box, "head -c 300000 /dev/zero | tr '\\0' x", maxOutputBytes=1 << 20)
+    assert len(big["stdout"]) == 300000
+    box.stop()
+    box.start()
+    for before in (small, big):
+        status, after = box.call("GET", f"/v1/exec/{before['id']}")
+        assert status == 200
+        for key in ("exitCode", "stdout", "stderr", "truncated", "startedAt", "durationMs"):
+            assert after[key] == before[key], (key, after[key], before[key])
+
+
+def _spare_leftovers(boxd, ids):
+    left = []
+    for spare_id in ids:
+        left += glob.glob(os.path.join(boxd.run_dir, "procs", spare_id))
+        left += glob.glob(os.path.join(boxd.work_dir, ".sbx", "logs", spare_id + ".log"))
+        left += glob.glob(f"/sys/fs/cgroup/**/{spare_id}", recursive=True)
+    return left
+
+
+def test_spares_leave_nothing_behind(boxd_factory):
+    for how in (signal.SIGTERM, signal.SIGKILL):
+        instance = boxd_factory()
+        ready = two_spares(instance)
+        instance.kill(how)
+        wait_for(lambda: not any(alive(pid) for pid in ready), what="the spares to leave")
+        assert _spare_leftovers(instance, ready.values()) == [], how
+
+
+def _fields(**values):
+    out = b""
+    for key, value in values.items():
+        for item in value if isinstance(value, list) else [value]:
+            data = item if isinstance(item, bytes) else str(item).encode()
+            out += key.encode() + b" %d\n" % len(data) + data + b"\n"
+    return out
+
+
+def test_a_shim_started_the_old_way_still_works(tmp_path):
+    """A boxd from before the spares starts `boxd-shim` with the spec on its
+    stdin, reads one line on its stdout and the record and captures from
+    files."""
+    state = tmp_path / "procs" / "c_00000000000000aa"
+    os.makedirs(state)
+    log = tmp_path / "logs" / "c_00000000000000aa.log"
+    spec = _fields(id="c_00000000000000aa", cmd="echo old way; echo err >&2; exit 5",
+                   cwd=str(tmp_path), user="root", uid=os.getuid(), gid=os.getgid(),
+                   env=["PATH=/usr/bin:/bin"], timeoutMs=10000, maxOutputBytes=4096,
+                   background=0, holdOutput=0, stateDir=str(state), logPath=str(log),
+                   logCapBytes=1 << 20, pidsMax=0, memoryMax=0)
+    spec_path = tmp_path / "spec"
+    spec_path.write_bytes(spec)
+    with open(spec_path, "rb") as stdin:
+        shim = subprocess.Popen([SHIM], stdin=stdin, stdout=subprocess.PIPE)
+        line = shim.stdout.readline().decode()
+        shim.wait(timeout=10)
+    assert line.startswith("ready "), line
+    wait_for(lambda: os.path.exists(state / "exit"), what="the exit record")
+    record = read_fields(state / "exit")
+    assert record["exitCode"] == "5" and "stdout" not in record
+    assert (state / "stdout").read_text() == "old way\n"
+    assert (state / "stderr").read_text() == "err\n"
+    assert log.read_text() in ("old way\nerr\n", "err\nold way\n")
