@@ -149,6 +149,18 @@ void exec_spawn_stop(void)
 	waitpid(spare.first_pid, NULL, 0);
 }
 
+void exec_spawn_renew(void)
+{
+	if (spare.channel >= 0) {
+		close(spare.channel); /* it sees the end and leaves */
+		spare.channel = -1;
+		close(spare.status_fd);
+		/* The process boxd started: it forks the spare away and exits at once. */
+		waitpid(spare.first_pid, NULL, 0);
+	}
+	exec_spawn_spare();
+}
+
 bool exec_spawn(int spec_fd, pid_t *first_pid, int *status_fd, char *error, size_t error_size)
 {
 	if (spare_take(spec_fd, first_pid, status_fd))

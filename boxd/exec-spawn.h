@@ -20,5 +20,10 @@ bool exec_spawn(int spec_fd, pid_t *first_pid, int *status_fd, char *error, size
 void exec_spawn_spare(void);
 /* Lets the spare go (at a clean stop). */
 void exec_spawn_stop(void);
+/* Lets the spare go without waiting for it to leave, and starts another.
+ * Two boxes restored from one snapshot would otherwise run their next
+ * command under the same spare: one process, exec'd before the snapshot,
+ * with one stack canary, pointer guard and address layout in both. */
+void exec_spawn_renew(void);
 
 #endif

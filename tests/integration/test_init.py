@@ -160,3 +160,40 @@ def test_a_call_in_flight_keeps_the_box_awake(initbox):
     assert activity["callsInFlight"] == 0
     # The end of a call counts as activity too: the freeze clock starts there.
     assert activity["lastCallAt"] >= ended - 1500
+
+
+def spare_shims(mark):
+    """The pids of the spare shims of the boxd whose environment holds `mark`:
+    boxd-shim processes still waiting for a spec on a socket."""
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "boxd-shim":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mark.encode() not in f.read().split(b"\0"):
+                    continue
+            if os.readlink(f"/proc/{pid}/fd/0").startswith("socket:"):
+                pids.append(int(pid))
+        except OSError:
+            continue  # gone, or not ours to read
+    return pids
+
+
+def test_an_init_replaces_the_spare_shim(initbox):
+    """A spare started before a snapshot would serve the next command of
+    every box restored from it: after an init a new one waits instead."""
+    from conftest import wait_for
+    mark = f"BOXD_TEST_SPARE={initbox.root}"
+    initbox.stop()
+    initbox.env["BOXD_TEST_SPARE"] = initbox.root
+    initbox.start()
+    first = wait_for(lambda: (lambda p: p if len(p) == 1 else None)(spare_shims(mark)),
+                     what="a spare shim")
+    assert initbox.call("POST", "/v1/init", {"unixMs": now_ms()})[1]["applied"]
+    second = wait_for(lambda: (lambda p: p if len(p) == 1 and p != first else None)(
+        spare_shims(mark)), what="another spare shim, and the first gone")
+    # The new spare serves the next command.
+    result = initbox.call("POST", "/v1/exec", {"cmd": "echo served"})[1]
+    assert result["stdout"] == "served\n", result
