@@ -402,3 +402,20 @@ void exec_spawn_stop(void)
 		spare_clear(spare);
 	}
 }
+
+void exec_spawn_renew(void)
+{
+	/* Each spare sees the end of its channel and removes what it made (its
+	 * state dir, cgroups, seed) on its own; boxd need not wait for that.
+	 * The new ones draw new ids: the old ids were drawn before a snapshot
+	 * and would be handed out again by every box restored from it. */
+	for (int i = 0; i < SPARES; i++) {
+		struct spare *spare = &spares[i];
+		if (spare->channel < 0)
+			continue;
+		shutdown(spare->channel, SHUT_WR);
+		close(spare->channel);
+		spare_clear(spare);
+	}
+	exec_spawn_refill(0);
+}

@@ -35,5 +35,11 @@ int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size);
 void exec_spawn_refill(int delay_ms);
 /* Lets the spares go (at a clean stop) and waits, briefly, until they are. */
 void exec_spawn_stop(void);
+/* Lets the spares go without waiting for them to leave, and makes new ones.
+ * Two boxes restored from one snapshot would otherwise run their next
+ * commands under the same spares: the same reserved command ids, and one
+ * process, exec'd before the snapshot, with one stack canary, pointer guard
+ * and address layout in both. */
+void exec_spawn_renew(void);
 
 #endif

@@ -800,6 +800,11 @@ void exec_shutdown(void)
 			rmdir(dirs[i]);
 }
 
+void exec_renew_spares(void)
+{
+	exec_spawn_renew();
+}
+
 void exec_init(struct event_base *base, const struct boxd_config *config)
 {
 	loop = base;

@@ -83,6 +83,11 @@ void exec_init(struct event_base *base, const struct boxd_config *config);
 /* Removes boxd's cgroup dirs when no command is left in them. */
 void exec_shutdown(void);
 
+/* After an init (a claim, thaw or snapshot restore): the spare shims are
+ * replaced, so that no process or id made before a snapshot and not yet
+ * used serves a command after it (see exec_spawn_renew). */
+void exec_renew_spares(void);
+
 /* Starts a command; `started` runs once, later, with the job or with an
  * error code and sentence. Takes ownership of `request`. */
 typedef void (*exec_started_fn)(void *arg, struct exec_job *job, const char *code,

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "dotenv.h"
+#include "exec.h"
 #include "health.h"
 #include "log.h"
 #include "report.h"
@@ -289,9 +290,11 @@ bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *erro
 	new_instance_id();
 	*applied = true;
 	/* Whatever the box slept through, the display, Docker and the report
-	 * peer are asked anew. */
+	 * peer are asked anew; the spare shims, started before a snapshot
+	 * perhaps and holding ids drawn then, are replaced. */
 	health_invalidate();
 	report_thawed();
+	exec_renew_spares();
 	steps_add("init", "init applied%s%s, %d hosts, %d env", *clock_set ? ", clock set" : "",
 		  hosts ? "" : " (hosts kept)", hosts ? cJSON_GetArraySize(hosts) : 0,
 		  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(request, "env")));

@@ -164,12 +164,19 @@ static void on_peer_read(struct bufferevent *bev, void *arg)
 
 static void connect_now(void)
 {
-	connection = bufferevent_socket_new(loop, -1,
-					    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	/* Made here rather than by libevent, which would leave it open across
+	 * exec: every shim started while it is open would hold the connection
+	 * too, and a peer would never see boxd drop it. */
+	int fd = socket(peer_address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		/* The socket could not even be made (no vsock here): retry later. */
+		schedule_retry();
+		return;
+	}
+	connection = bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(connection, on_peer_read, NULL, on_peer_event, NULL);
 	bufferevent_enable(connection, EV_READ | EV_WRITE);
 	if (bufferevent_socket_connect(connection, (struct sockaddr *)&peer_address, (int)peer_length) != 0) {
-		/* The socket could not even be made (no vsock here): retry later. */
 		bufferevent_free(connection);
 		connection = NULL;
 		schedule_retry();

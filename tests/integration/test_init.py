@@ -160,3 +160,20 @@ def test_a_call_in_flight_keeps_the_box_awake(initbox):
     assert activity["callsInFlight"] == 0
     # The end of a call counts as activity too: the freeze clock starts there.
     assert activity["lastCallAt"] >= ended - 1500
+
+
+def test_an_init_replaces_the_spare_shims(initbox):
+    """Spares started before a snapshot, each holding a command id drawn
+    then, would serve the next commands of every box restored from it, under
+    the same ids: after an init new ones wait instead, with new ids."""
+    from conftest import wait_for
+    from test_spares import spares, two_spares
+    before = two_spares(initbox)
+    assert initbox.call("POST", "/v1/init", {"unixMs": now_ms()})[1]["applied"]
+    after = wait_for(lambda: (lambda s: s if len(s) == 2 and not set(s) & set(before) else None)(
+        spares(initbox)), what="two new spare shims, the old ones gone")
+    assert not set(after.values()) & set(before.values()), (before, after)
+    # A new spare serves the next command, under its new id.
+    result = initbox.call("POST", "/v1/exec", {"cmd": "echo served"})[1]
+    assert result["stdout"] == "served\n", result
+    assert result["id"] in after.values() and result["id"] not in before.values(), result

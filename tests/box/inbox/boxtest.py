@@ -1,16 +1,26 @@
-"""Small helpers the in-box tests share: results, boxd's API, PNG pixels."""
+"""Small helpers the in-box tests share: results, the host's answers, boxd's
+API, PNG pixels."""
+import glob
 import http.client
 import json
+import mmap
 import os
+import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 import zlib
 
 SOCKET = "/run/boxd/boxd.sock"
 RESULTS_TTY = "/dev/ttyS1"
+CONTROL_SERIAL = "boxtest-ctl"  # the disk the host answers on (tests/box/run, Control)
+CONTROL_BYTES = 4096
 powercut_requested = False  # set by a check that wants the plug pulled next
+# The host's answer, once this box finds it is a restore of the snapshot a
+# check asked for: {"event": "restored", "restore": N, "hostMs", "carried"}.
+restored = None
 
 
 def emit(line):
@@ -25,6 +35,49 @@ def emit(line):
 def figure(name, value):
     """A measured number, shown by the host (not a test)."""
     emit(f"BOXTEST-FIGURE {name} {value}")
+
+
+def carry(**values):
+    """Hands values to every later restore (the host keeps them: its answer
+    to a restore has them under "carried")."""
+    emit("BOXTEST-CARRY " + json.dumps(values))
+
+
+def control_device():
+    for path in glob.glob("/sys/block/*/serial"):
+        with open(path) as f:
+            if f.read().strip() == CONTROL_SERIAL:
+                return "/dev/" + path.split("/")[3]
+    raise AssertionError(f"no control disk (a virtio disk with serial {CONTROL_SERIAL})")
+
+
+def read_control():
+    """The host's last answer. O_DIRECT: the disk is asked, not the page
+    cache, which a restore brings back as it was at the snapshot."""
+    buffer = mmap.mmap(-1, CONTROL_BYTES)  # page-aligned, as O_DIRECT wants
+    fd = os.open(control_device(), os.O_RDONLY | os.O_DIRECT)
+    try:
+        os.readv(fd, [buffer])
+    finally:
+        os.close(fd)
+    text = bytes(buffer).split(b"\0", 1)[0]
+    return json.loads(text) if text.strip() else {"seq": 0}
+
+
+def ask_host(request, timeout=300):
+    """Emits BOXTEST-PAUSE or BOXTEST-SNAPSHOT and waits for the host's
+    answer: returns it with the time.monotonic() at which it was seen. The
+    timeout is the box's own time, which stands still while QEMU is stopped."""
+    before = read_control()["seq"]
+    emit(request)
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = read_control()
+        if answer["seq"] > before:
+            return answer, time.monotonic()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no answer from the host to {request} in {timeout} s")
+        time.sleep(0.2)
 
 
 class Connection(http.client.HTTPConnection):
@@ -87,6 +140,32 @@ def wait_until(what, fn, timeout, interval=0.5):
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout} s")
         time.sleep(interval)
+
+
+def start_boxd(name, *flags):
+    """A second boxd beside the unit's, with dirs of its own: (process, top dir);
+    its socket is TOP/run/boxd.sock."""
+    top = tempfile.mkdtemp(prefix=f"boxd-{name}.")
+    os.makedirs(f"{top}/work")
+    sock = f"{top}/run/boxd.sock"
+    proc = subprocess.Popen(["/usr/bin/boxd", "--work-dir", f"{top}/work", "--run-dir", f"{top}/run",
+                             "--socket", sock, "--cgroup", "off", "--display", ":99", *flags],
+                            stdout=subprocess.DEVNULL, stderr=open(f"{top}/stderr", "w"))
+
+    def up():
+        assert proc.poll() is None, open(f"{top}/stderr").read()
+        try:
+            return request("GET", "/v1/health", address=sock, timeout=5)[0] == 200
+        except OSError:
+            return False
+    wait_until(f"boxd {name} up", up, 30)
+    return proc, top
+
+
+def stop_boxd(proc, top):
+    proc.terminate()
+    proc.wait(timeout=20)
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def unit(name, *props):

@@ -2,14 +2,10 @@
 loaded at boot by /etc/modules-load.d) carries connections from CID 1 to
 boxd's listener on port 1024; the image's boxd.conf allows CID 1."""
 import json
-import os
-import shutil
 import socket
-import subprocess
-import tempfile
 import time
 
-from boxtest import api, emit, figure, health, request, unit, wait_until
+from boxtest import api, emit, figure, health, request, start_boxd, stop_boxd, unit
 
 VSOCK = (1, 1024)  # VMADDR_CID_LOCAL: the loopback transport
 
@@ -52,31 +48,6 @@ def check_1000_connections():
     same_boxd(main)
     return (f"1000 connections in {took:.1f} s, same MainPID {main['MainPID']}, "
             f"NRestarts still {main['NRestarts']}")
-
-
-def start_boxd(name, *flags):
-    """A second boxd beside the unit's, with dirs of its own."""
-    top = tempfile.mkdtemp(prefix=f"boxd-{name}.")
-    os.makedirs(f"{top}/work")
-    sock = f"{top}/run/boxd.sock"
-    proc = subprocess.Popen(["/usr/bin/boxd", "--work-dir", f"{top}/work", "--run-dir", f"{top}/run",
-                             "--socket", sock, "--cgroup", "off", "--display", ":99", *flags],
-                            stdout=subprocess.DEVNULL, stderr=open(f"{top}/stderr", "w"))
-
-    def up():
-        assert proc.poll() is None, open(f"{top}/stderr").read()
-        try:
-            return request("GET", "/v1/health", address=sock, timeout=5)[0] == 200
-        except OSError:
-            return False
-    wait_until(f"boxd {name} up", up, 30)
-    return proc, top
-
-
-def stop_boxd(proc, top):
-    proc.terminate()
-    proc.wait(timeout=20)
-    shutil.rmtree(top, ignore_errors=True)
 
 
 def refused(port):
