@@ -126,9 +126,10 @@ void prepare(struct shim *shim)
 		p->guard_filter = guard_prepare();
 }
 
+/* Two settings alike: both absent (no cgroups here), or the same text. */
 static bool same(const char *a, const char *b)
 {
-	return a && b && !strcmp(a, b);
+	return a && b ? !strcmp(a, b) : a == b;
 }
 
 /* "b_HEX" for what was made for "c_HEX": renames, and the v2 cgroup anew. */

@@ -244,3 +244,15 @@ def test_a_shim_started_the_old_way_still_works(tmp_path):
     assert (state / "stdout").read_text() == "old way\n"
     assert (state / "stderr").read_text() == "err\n"
     assert log.read_text() in ("old way\nerr\n", "err\nold way\n")
+
+
+def test_spares_serve_without_cgroups(boxd_factory):
+    """With no cgroups (`--cgroup off`, or a tree with none mounted, as in
+    the package test's chroot) a spare's prepared settings have no cgroup
+    either: commands still go through their seed."""
+    boxd = boxd_factory("--cgroup", "off")
+    ready = two_spares(boxd)
+    body = ok(boxd, "echo $PPID")
+    assert body["stdout"].strip().isdigit() and int(body["stdout"]) in ready, (body, ready)
+    bg = start_bg(boxd, "echo background")
+    assert wait_exited(boxd, bg)["exitCode"] == 0
