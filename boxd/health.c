@@ -1,5 +1,6 @@
 #include "health.h"
 
+#include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -22,6 +24,8 @@
  * X server took 0.5 to 1.8 s to answer a connection setup while it was busy,
  * so 500 ms called a working display down. */
 #define PROBE_TIMEOUT_MS 3000
+#define X_SOCKET_DIR "/tmp/.X11-unix"
+#define DOCKER_SOCKET "/var/run/docker.sock"
 #define MAX_CONTRIBUTORS 16
 #define MAX_WAITING 64
 #define KEEP_AWAKE_MS (10 * 60 * 1000)
@@ -56,6 +60,13 @@ static bool ask_again; /* a probe failed at once: a server starting or just gone
  * stopped or wedged X server or dockerd), in the last round, or so far in
  * this one. */
 static bool silent, silent_now;
+/* The last probe found no socket file at all: nothing to ask until one
+ * appears, which inotify tells for the display and a stat at each collect
+ * tells for Docker (see missing_socket). */
+static bool display_missing, docker_missing;
+static char display_socket[64];
+/* inotify on the X socket directory (see watch_x_dir), -1 without. */
+static int watch_fd = -1;
 static struct waiting waiting[MAX_WAITING];
 static int waiting_count;
 
@@ -319,10 +330,21 @@ static void probe_finished(void)
  * closed early) is not kept: asking again costs a connect, and the server
  * may be starting (its socket file comes before it answers) or killed
  * outright (its socket file stays). A silent server (timed out) is kept. */
+/* A probe that failed at once because its socket file is not there: not
+ * worth asking again at every call (a connect, a turn of the loop) while
+ * the file stays away. */
+static bool missing_socket(const char *path, bool answered, bool timed_out)
+{
+	struct stat info;
+	return !answered && !timed_out && path[0] && stat(path, &info) != 0 && errno == ENOENT;
+}
+
 static void on_display_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
 			     size_t length)
 {
-	ask_again |= !answered && !timed_out;
+	/* Missing, the display's socket is waited for by inotify, if it can. */
+	display_missing = missing_socket(display_socket, answered, timed_out) && watch_fd >= 0;
+	ask_again |= !answered && !timed_out && !display_missing;
 	silent_now |= timed_out;
 	display.up = answered;
 	display.width = display.height = 0;
@@ -334,7 +356,8 @@ static void on_display_probe(void *arg, bool answered, bool timed_out, const uns
 static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsigned char *answer,
 			    size_t length)
 {
-	ask_again |= !answered && !timed_out;
+	docker_missing = missing_socket(DOCKER_SOCKET, answered, timed_out);
+	ask_again |= !answered && !timed_out && !docker_missing;
 	silent_now |= timed_out;
 	docker_up = answered && length >= 12 && memcmp(answer, "HTTP/1.", 7) == 0 &&
 		    memcmp(answer + 8, " 200", 4) == 0;
@@ -351,10 +374,6 @@ static void on_docker_probe(void *arg, bool answered, bool timed_out, const unsi
  * wake an idle boxd, so Docker's changes show at the next probe (within
  * HEALTH_PROBE_FRESH_MS; at once while Docker is down). */
 
-#define X_SOCKET_DIR "/tmp/.X11-unix"
-#define DOCKER_SOCKET_DIR "/var/run"
-
-static int watch_fd = -1;
 static struct event *watch_event;
 static int x_dir_watch = -1, tmp_watch = -1;
 
@@ -415,6 +434,7 @@ static void start_probes(void)
 	probes_running = 2;
 	if (number >= 0) {
 		snprintf(path, sizeof path, X_SOCKET_DIR "/X%d", number);
+		snprintf(display_socket, sizeof display_socket, "%s", path);
 		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request, x_answer_length,
 				       PROBE_TIMEOUT_MS};
 		probe_run(loop, &x, on_display_probe, NULL);
@@ -422,7 +442,7 @@ static void start_probes(void)
 		display.up = false;
 		probes_running--;
 	}
-	struct probe_spec docker = {DOCKER_SOCKET_DIR "/docker.sock", docker_ping, sizeof docker_ping - 1,
+	struct probe_spec docker = {DOCKER_SOCKET, docker_ping, sizeof docker_ping - 1,
 				    docker_answer_length, PROBE_TIMEOUT_MS};
 	probe_run(loop, &docker, on_docker_probe, NULL);
 }
@@ -439,6 +459,9 @@ void health_collect(health_done_fn done, void *arg)
 	 * loop has not got to its inotify event yet: one read, usually EAGAIN. */
 	if (watch_fd >= 0)
 		on_socket_dirs(watch_fd, EV_READ, NULL);
+	struct stat info;
+	if (docker_missing && stat(DOCKER_SOCKET, &info) == 0)
+		health_invalidate(); /* Docker has come since the last probe */
 	bool stale = probed_at_ms < 0 || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
 	if (!stale || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);
