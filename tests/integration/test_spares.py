@@ -50,6 +50,14 @@ def seeds(spare_pid):
     return found
 
 
+def dead(pid):
+    """Gone, or a zombie: its files (the seed's socket) are closed."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def two_spares(boxd):
     return wait_for(lambda: (lambda s: s if len(s) == 2 else None)(spares(boxd)), timeout=10,
                     what="two spare shims")
@@ -141,18 +149,25 @@ def _removed(path):
 
 
 def test_a_killed_seed_changes_nothing_for_the_command(box):
-    ready = two_spares(box)
+    # Two spares, each with its seed (asked afresh: a spare may be replaced
+    # meanwhile, its successor seeded a moment later).
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and all(seeds(p) for p in s) else None)(
+        spares(box)), what="two spares with their seeds")
+    killed = []
     for pid in ready:
-        wait_for(lambda: seeds(pid), what="the spare's seed")
         for seed in seeds(pid):
             os.kill(seed, signal.SIGKILL)
+            killed.append(seed)
+    # Killed while waiting, not at the very moment its command comes (that
+    # command is reported killed): dead, its sockets closed, before the
+    # commands come (its shim reaps it only once it wakes for a command).
+    wait_for(lambda: all(dead(seed) for seed in killed), what="the killed seeds dead")
     for i in range(3):
         body = ok(box, f"echo $$ $PPID; exit {i}")
         assert body["exitCode"] == i and len(body["stdout"].split()) == 2, body
     # The seeds of the spares made since run them: their shell is the seed.
-    again = two_spares(box)
-    for pid in again:
-        wait_for(lambda: seeds(pid), what="the new spare's seed")
+    again = wait_for(lambda: (lambda s: s if len(s) == 2 and all(seeds(p) for p in s) else None)(
+        spares(box)), what="two new spares with their seeds")
     seeded = {pid: seeds(pid)[0] for pid in again}
     body = ok(box, "echo $$ $PPID")
     shell, parent = map(int, body["stdout"].split())
