@@ -46,8 +46,11 @@ void exec_disk_keep_start(const struct exec_job *job)
 {
 	if (!disk_dir || !job->meta.background)
 		return;
+	/* On disk at once: the work dir's copy exists for a power cut, which
+	 * otherwise finds the file named but empty (delayed allocation). Only
+	 * background commands pay it, and only at their start and end. */
 	char *path = disk_path(job->id, "meta");
-	shim_meta_write(&job->meta, path); /* best effort: a full disk loses only this */
+	shim_meta_write_durable(&job->meta, path); /* best effort: a full disk loses only this */
 	free(path);
 }
 
@@ -56,7 +59,7 @@ void exec_disk_keep_end(const struct exec_job *job)
 	if (!disk_dir || !job->meta.background)
 		return;
 	char *path = disk_path(job->id, "exit");
-	exit_record_write(&job->exit, path);
+	exit_record_write_durable(&job->exit, path);
 	free(path);
 }
 

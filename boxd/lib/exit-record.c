@@ -28,13 +28,23 @@ static void meta_fields(const struct shim_meta *meta, struct fields_writer *w_ou
 	*w_out = w;
 }
 
-bool shim_meta_write(const struct shim_meta *meta, const char *path)
+static bool meta_write(const struct shim_meta *meta, const char *path, bool durable)
 {
 	struct fields_writer w;
 	meta_fields(meta, &w);
-	bool ok = fields_write_file(&w, path);
+	bool ok = durable ? fields_write_file_durable(&w, path) : fields_write_file(&w, path);
 	fields_writer_free(&w);
 	return ok;
+}
+
+bool shim_meta_write(const struct shim_meta *meta, const char *path)
+{
+	return meta_write(meta, path, false);
+}
+
+bool shim_meta_write_durable(const struct shim_meta *meta, const char *path)
+{
+	return meta_write(meta, path, true);
 }
 
 char *shim_meta_format(const struct shim_meta *meta, size_t *length)
@@ -125,13 +135,23 @@ static void record_fields(const struct exit_record *record, struct fields_writer
 	*w_out = w;
 }
 
-bool exit_record_write(const struct exit_record *record, const char *path)
+static bool record_write(const struct exit_record *record, const char *path, bool durable)
 {
 	struct fields_writer w;
 	record_fields(record, &w);
-	bool ok = fields_write_file(&w, path);
+	bool ok = durable ? fields_write_file_durable(&w, path) : fields_write_file(&w, path);
 	fields_writer_free(&w);
 	return ok;
+}
+
+bool exit_record_write(const struct exit_record *record, const char *path)
+{
+	return record_write(record, path, false);
+}
+
+bool exit_record_write_durable(const struct exit_record *record, const char *path)
+{
+	return record_write(record, path, true);
 }
 
 char *exit_record_format(const struct exit_record *record, size_t *length)

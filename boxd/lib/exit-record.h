@@ -57,6 +57,8 @@ struct exit_record {
 };
 
 bool shim_meta_write(const struct shim_meta *meta, const char *path);
+/* The same, on disk before it returns (fields_write_file_durable). */
+bool shim_meta_write_durable(const struct shim_meta *meta, const char *path);
 bool shim_meta_read(struct shim_meta *meta, const char *path);
 /* The meta file's bytes (caller frees), and back: the shim's ready message
  * carries them, so boxd never reads the file back while it runs. */
@@ -65,6 +67,8 @@ bool shim_meta_parse(struct shim_meta *meta, const char *data, size_t length);
 void shim_meta_free(struct shim_meta *meta);
 
 bool exit_record_write(const struct exit_record *record, const char *path);
+/* The same, on disk before it returns (fields_write_file_durable). */
+bool exit_record_write_durable(const struct exit_record *record, const char *path);
 bool exit_record_read(struct exit_record *record, const char *path);
 /* The record in the state files' format, for a SHIM_MSG_EXIT payload.
  * Caller frees. */

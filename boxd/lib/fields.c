@@ -60,7 +60,24 @@ bool fields_write_fd(const struct fields_writer *writer, int fd)
 	return io_write_all(fd, writer->data, writer->length);
 }
 
-bool fields_write_file(const struct fields_writer *writer, const char *path)
+/* The directory holding `path` made durable: a renamed entry survives a
+ * power cut only once its directory is. */
+static void sync_directory(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	int fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+static bool write_file(const struct fields_writer *writer, const char *path, bool durable)
 {
 	char temporary[PATH_MAX];
 	if (snprintf(temporary, sizeof temporary, "%s.tmp", path) >= (int)sizeof temporary) {
@@ -70,15 +87,28 @@ bool fields_write_file(const struct fields_writer *writer, const char *path)
 	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return false;
-	bool ok = fields_write_fd(writer, fd);
+	bool ok = fields_write_fd(writer, fd) && (!durable || fdatasync(fd) == 0);
 	int saved = errno;
 	close(fd);
-	if (ok && rename(temporary, path) == 0)
+	if (ok && rename(temporary, path) == 0) {
+		if (durable)
+			sync_directory(path);
 		return true;
+	}
 	saved = ok ? errno : saved;
 	unlink(temporary);
 	errno = saved;
 	return false;
+}
+
+bool fields_write_file(const struct fields_writer *writer, const char *path)
+{
+	return write_file(writer, path, false);
+}
+
+bool fields_write_file_durable(const struct fields_writer *writer, const char *path)
+{
+	return write_file(writer, path, true);
 }
 
 bool fields_write_into(const struct fields_writer *writer, int fd, int dir_fd,

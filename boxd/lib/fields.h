@@ -23,6 +23,9 @@ void fields_writer_free(struct fields_writer *writer);
 /* Writes the fields to `path` through a temporary file and rename(2), so a
  * reader sees the whole file or none of it. False with errno set on failure. */
 bool fields_write_file(const struct fields_writer *writer, const char *path);
+/* The same, on disk before it returns (the file's data, then its directory
+ * entry): for what must survive a power cut, off any fast path. */
+bool fields_write_file_durable(const struct fields_writer *writer, const char *path);
 /* The same through a temporary made ahead: `fd` is the empty file named
  * `temporary` in the directory `dir_fd`; the fields go into it and it is
  * renamed to `name`. One rename on the path of a command instead of a
