@@ -170,8 +170,9 @@ def test_an_init_replaces_the_spare_shims(initbox):
     from test_spares import spares, two_spares
     before = two_spares(initbox)
     assert initbox.call("POST", "/v1/init", {"unixMs": now_ms()})[1]["applied"]
-    after = wait_for(lambda: (lambda s: s if len(s) == 2 and not set(s) & set(before) else None)(
-        spares(initbox)), what="two new spare shims, the old ones gone")
+    after = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              not set(s) & set(before) else None)(spares(initbox)),
+                     what="two new spare shims, the old ones gone")
     assert not set(after.values()) & set(before.values()), (before, after)
     # A new spare serves the next command, under its new id.
     result = initbox.call("POST", "/v1/exec", {"cmd": "echo served"})[1]

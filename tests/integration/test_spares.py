@@ -59,8 +59,10 @@ def dead(pid):
 
 
 def two_spares(boxd):
-    return wait_for(lambda: (lambda s: s if len(s) == 2 else None)(spares(boxd)), timeout=10,
-                    what="two spare shims")
+    """Two spares with two ids (a spare forking itself away from boxd is
+    briefly two processes holding one id)."""
+    return wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 else None)(
+        spares(boxd)), timeout=10, what="two spare shims")
 
 
 def cgroup_base(boxd):
@@ -151,8 +153,9 @@ def _removed(path):
 def test_a_killed_seed_changes_nothing_for_the_command(box):
     # Two spares, each with its seed (asked afresh: a spare may be replaced
     # meanwhile, its successor seeded a moment later).
-    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and all(seeds(p) for p in s) else None)(
-        spares(box)), what="two spares with their seeds")
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
     killed = []
     for pid in ready:
         for seed in seeds(pid):
@@ -166,8 +169,9 @@ def test_a_killed_seed_changes_nothing_for_the_command(box):
         body = ok(box, f"echo $$ $PPID; exit {i}")
         assert body["exitCode"] == i and len(body["stdout"].split()) == 2, body
     # The seeds of the spares made since run them: their shell is the seed.
-    again = wait_for(lambda: (lambda s: s if len(s) == 2 and all(seeds(p) for p in s) else None)(
-        spares(box)), what="two new spares with their seeds")
+    again = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two new spares with their seeds")
     seeded = {pid: seeds(pid)[0] for pid in again}
     body = ok(box, "echo $$ $PPID")
     shell, parent = map(int, body["stdout"].split())
