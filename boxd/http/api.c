@@ -366,17 +366,6 @@ const char *api_param(struct api_request *req, int index)
 	return req->params[index];
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Query values decode %XX and '+' (a space); a malformed escape stays as it is. */
 static char *query_decode(const char *text, size_t length)
 {
@@ -385,8 +374,8 @@ static char *query_decode(const char *text, size_t length)
 		int high, low;
 		if (text[i] == '+') {
 			*at++ = ' ';
-		} else if (text[i] == '%' && i + 2 < length && (high = hex_digit(text[i + 1])) >= 0 &&
-			   (low = hex_digit(text[i + 2])) >= 0) {
+		} else if (text[i] == '%' && i + 2 < length && (high = text_hex_value(text[i + 1])) >= 0 &&
+			   (low = text_hex_value(text[i + 2])) >= 0) {
 			*at++ = (char)(high * 16 + low);
 			i += 2;
 		} else {

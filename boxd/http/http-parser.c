@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "text.h"
+
 #define MAX_CHUNK_DIGITS 15   /* a chunk of at most 2^60 bytes */
 #define MAX_EXTENSION 4096    /* chunk extensions, ignored, per chunk */
 #define MAX_TRAILERS (16u << 10)
@@ -242,23 +244,12 @@ void http_chunked_init(struct http_chunked *chunked)
 	chunked->state = CHUNK_SIZE;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One framing byte. False: malformed. */
 static bool frame_byte(struct http_chunked *c, char byte)
 {
 	switch (c->state) {
 	case CHUNK_SIZE: {
-		int digit = hex_value(byte);
+		int digit = text_hex_value(byte);
 		if (digit >= 0) {
 			if (++c->digits > MAX_CHUNK_DIGITS)
 				return false;
