@@ -261,18 +261,11 @@ static void live_on_started(void *arg, const cJSON *answer, const void *payload,
 {
 	struct live_pipe *pipe = arg;
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")) || !pipe->init) {
-		const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
-		double status = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(error, "status"));
-		const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "code"));
-		const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message"));
-		if (status != status || status < 400 || status > 599)
-			status = 500;
 		while (pipe->viewers) {
 			struct live_viewer *viewer = pipe->viewers;
 			pipe->viewers = viewer->next;
 			api_on_client_gone(viewer->req, NULL);
-			api_reply_error(viewer->req, (int)status, code ? code : "internal", "%s",
-					message ? message : "the live view did not start");
+			api_screen_reply_worker_error(viewer->req, answer, "the live view did not start");
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")))
 			live_ask_worker("live_stop", pipe->id);

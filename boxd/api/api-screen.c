@@ -35,7 +35,8 @@ static struct {
 
 static bool screen_api_ready;
 
-static void screen_reply_worker_error(struct api_request *req, const cJSON *answer)
+void api_screen_reply_worker_error(struct api_request *req, const cJSON *answer,
+				   const char *fallback)
 {
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
 	double status = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(error, "status"));
@@ -44,7 +45,12 @@ static void screen_reply_worker_error(struct api_request *req, const cJSON *answ
 	if (status != status || status < 400 || status > 599)
 		status = 500;
 	api_reply_error(req, (int)status, code ? code : "internal", "%s",
-			message ? message : "the screen worker failed without saying why");
+			message ? message : fallback);
+}
+
+static void screen_reply_worker_error(struct api_request *req, const cJSON *answer)
+{
+	api_screen_reply_worker_error(req, answer, "the screen worker failed without saying why");
 }
 
 static bool screen_answer_ok(const cJSON *answer)

@@ -80,28 +80,31 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 	worker_send(worker, answer, NULL, 0);
 }
 
-void op_live_key(struct worker *worker, double id, const cJSON *request)
+/* The live view a request names, or NULL once it has answered 404. */
+static struct live **live_of_request(struct worker *worker, double id, const cJSON *request)
 {
 	long live_number;
 	struct live **live = worker_integer(request, "live", -1, 0, 1L << 30, &live_number)
 				     ? worker_live_find(worker, (int)live_number) : NULL;
-	if (!live) {
+	if (!live)
 		worker_error(worker, id, 404, "not_found", "no such live view");
+	return live;
+}
+
+void op_live_key(struct worker *worker, double id, const cJSON *request)
+{
+	struct live **live = live_of_request(worker, id, request);
+	if (!live)
 		return;
-	}
 	live_want_keyframe(*live);
 	worker_send(worker, worker_answer(id), NULL, 0);
 }
 
 void op_live_stop(struct worker *worker, double id, const cJSON *request)
 {
-	long live_number;
-	struct live **live = worker_integer(request, "live", -1, 0, 1L << 30, &live_number)
-				     ? worker_live_find(worker, (int)live_number) : NULL;
-	if (!live) {
-		worker_error(worker, id, 404, "not_found", "no such live view");
+	struct live **live = live_of_request(worker, id, request);
+	if (!live)
 		return;
-	}
 	live_stop(*live);
 	*live = NULL;
 	worker_send(worker, worker_answer(id), NULL, 0);
