@@ -814,8 +814,6 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	if (mkdir(procs, 0700) != 0 && errno != EEXIST)
 		log_msg(LOG_LEVEL_ERROR, "cannot create %s: %s", procs, strerror(errno));
 	prepare_cgroups();
-	/* Before any command runs, and once boxd sits in its own cgroup. */
-	protect_init(config->run_dir);
 	exec_disk_init(config->work_dir);
 	exec_adopt(procs);
 	free(procs);

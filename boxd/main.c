@@ -18,6 +18,7 @@
 #include "init.h"
 #include "log.h"
 #include "notify.h"
+#include "protect.h"
 #include "report.h"
 #include "screen-client.h"
 #include "secrets.h"
@@ -100,6 +101,11 @@ static bool start_services(void)
 	secrets_init(config.run_dir, config.work_dir);
 	archive_client_init(base);
 	screen_client_init(base, config.display, config.screen_idle_sec);
+	/* Before boxd starts any process: each is recorded there as it starts. */
+	protect_init(config.run_dir);
+	/* First of all: the worker's start (its libraries, the X connection,
+	 * the warm-up encode) is the longest, and runs beside boxd's own. */
+	screen_client_start_ahead();
 	upload_init(&config);
 	init_start(config.run_dir, config.hosts_file);
 	if (!server_start(base, &config, error, sizeof error)) {
@@ -108,7 +114,6 @@ static bool start_services(void)
 	}
 	health_init(base, config.work_dir, config.run_dir, config.display);
 	exec_init(base, &config);
-	screen_client_start_ahead();
 	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
