@@ -1,5 +1,6 @@
-/* record.c: the recording thread: grab, convert, encode (libx264), mux
- * (fragmented MP4). */
+/* record.c: the recording thread: grab (none while DAMAGE says nothing
+ * was drawn and the pointer stayed), convert what changed, encode
+ * (libx264), mux (fragmented MP4). */
 #include "record.h"
 
 #include <errno.h>
@@ -15,10 +16,10 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/opt.h>
-#include <libswscale/swscale.h>
 
 #include "clock.h"
 #include "log.h"
+#include "screen-yuv.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -45,9 +46,14 @@ struct record {
 	 * (measured: 5 of 9 s lost). -1 when it could not be opened. */
 	int sync_fd;
 	int64_t synced_bytes;
-	struct SwsContext *scaler;
 	uint8_t *previous;       /* the last grab, to spot an unchanged screen */
 	size_t previous_size;
+	/* What the last grab showed, to skip the next one when nothing moved:
+	 * the damage generation read before it and the pointer drawn into it. */
+	bool grabbed;
+	uint64_t generation;
+	int pointer_x, pointer_y;
+	unsigned long pointer_serial;
 	int64_t start_us;        /* monotonic time of slot 0 */
 	int64_t last_slot;       /* the last slot grabbed */
 	int64_t last_coded_slot; /* the last slot handed to the encoder */
@@ -193,50 +199,110 @@ static bool record_code_frame(struct record *record, int64_t slot, char *error, 
 	return true;
 }
 
-/* Encodes one grab at `slot`, unless the screen is unchanged: then the
- * previous frame simply lasts longer (timestamps are the wall clock's), and
- * only once a second is it coded again, so that fragments keep flowing and a
- * cut file still reaches its last second. */
+/* Rows compared, copied and converted together; even, since 4:2:0 pairs rows. */
+#define RECORD_BAND_ROWS 16
+
+/* Brings `previous` and the frame's planes up to `image`, band by band,
+ * converting only the bands that differ: a small change costs a small
+ * conversion. True when any band differed. */
+static bool record_take_changes(struct record *record, const struct screen_image *image)
+{
+	size_t size = (size_t)image->stride * (size_t)image->height;
+	bool fresh = record->previous_size != size;
+	if (fresh) {
+		free(record->previous);
+		record->previous = xmalloc(size);
+		record->previous_size = size;
+	}
+	AVFrame *frame = record->frame;
+	bool changed = false;
+	for (int y0 = 0; y0 < frame->height; y0 += RECORD_BAND_ROWS) {
+		int y1 = y0 + RECORD_BAND_ROWS < frame->height ? y0 + RECORD_BAND_ROWS : frame->height;
+		size_t at = (size_t)y0 * (size_t)image->stride;
+		size_t length = (size_t)(y1 - y0) * (size_t)image->stride;
+		if (!fresh && memcmp(record->previous + at, image->pixels + at, length) == 0)
+			continue;
+		/* Copies the planes first only if the encoder still holds them. */
+		if (!changed && av_frame_make_writable(frame) < 0)
+			abort();
+		changed = true;
+		memcpy(record->previous + at, image->pixels + at, length);
+		struct yuv_planes planes = {
+			.data = { frame->data[0], frame->data[1], frame->data[2] },
+			.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
+			.width = frame->width, .height = frame->height,
+		};
+		screen_yuv_rows(image, &planes, y0, y1);
+	}
+	return changed;
+}
+
+/* Encodes one grab at `slot`, unless the screen is unchanged (`image` NULL:
+ * known without a grab): then the previous frame simply lasts longer
+ * (timestamps are the wall clock's), and only once a second is it coded
+ * again, so that fragments keep flowing and a cut file still reaches its
+ * last second. */
 static bool record_encode(struct record *record, const struct screen_image *image, int64_t slot,
 			  char *error, size_t error_size)
 {
-	size_t size = (size_t)image->stride * (size_t)image->height;
-	bool unchanged = record->previous && record->previous_size == size &&
-			 memcmp(record->previous, image->pixels, size) == 0;
+	bool unchanged = !image || !record_take_changes(record, image);
 	record->last_slot = slot;
 	pthread_mutex_lock(&record->lock);
 	record->stats.duration_ms = (slot + 1) * 1000 / record->fps;
 	pthread_mutex_unlock(&record->lock);
 	if (unchanged && slot - record->last_coded_slot < record->fps)
 		return true;
-	if (!unchanged) {
-		if (record->previous_size != size) {
-			free(record->previous);
-			record->previous = xmalloc(size);
-			record->previous_size = size;
-		}
-		memcpy(record->previous, image->pixels, size);
-		if (av_frame_make_writable(record->frame) < 0)
-			abort();
-		const uint8_t *source[4] = { image->pixels };
-		int source_stride[4] = { image->stride };
-		/* Odd sizes lose their last row or column: 4:2:0 needs even ones. */
-		sws_scale(record->scaler, source, source_stride, 0, record->frame->height,
-			  record->frame->data, record->frame->linesize);
-	}
 	return record_code_frame(record, slot, error, error_size);
 }
 
-static bool record_grab_and_encode(struct record *record, int64_t slot, char *error,
+/* True when the screen still shows what the last grab got: no drawing
+ * since (DAMAGE; without it, never known) and the pointer where it was,
+ * with the same sprite. Two round trips to the server instead of a 4 MB
+ * grab and its comparison. Remembers this reading for the next grab. */
+static bool record_still(struct record *record, const struct screen_cursor *cursor,
+			 uint64_t generation)
+{
+	int x = 0, y = 0;
+	unsigned long serial = 0;
+	if (cursor)
+		screen_cursor_where(cursor, &x, &y, &serial);
+	bool still = record->grabbed && screen_has_damage(record->screen) &&
+		     generation == record->generation && x == record->pointer_x &&
+		     y == record->pointer_y && serial == record->pointer_serial;
+	record->generation = generation;
+	record->pointer_x = x;
+	record->pointer_y = y;
+	record->pointer_serial = serial;
+	return still;
+}
+
+/* The picture at `slot`; `*still` tells whether the screen was known
+ * unchanged since the last grab (then no grab was made). */
+static bool record_grab_and_encode(struct record *record, int64_t slot, bool *still, char *error,
 				   size_t error_size)
 {
+	/* Read before the grab: whatever is drawn after it moves it on. */
+	uint64_t generation = screen_damage_generation(record->screen);
+	struct screen_cursor *cursor = screen_cursor_get(record->screen);
+	*still = record_still(record, cursor, generation);
+	if (*still) {
+		screen_cursor_free(cursor);
+		return record_encode(record, NULL, slot, error, error_size);
+	}
 	struct screen_image image;
-	if (!screen_grab(record->grabber, &image, error, error_size))
+	if (!screen_grab(record->grabber, &image, error, error_size)) {
+		screen_cursor_free(cursor);
 		return false;
-	if (image.width < record->frame->width || image.height < record->frame->height)
+	}
+	record->grabbed = true;
+	if (image.width < record->frame->width || image.height < record->frame->height) {
+		screen_cursor_free(cursor);
 		return text_fail(error, error_size, "the screen shrank to %dx%d during the recording",
 				 image.width, image.height);
-	screen_draw_cursor(record->screen, &image, 0, 0);
+	}
+	if (cursor)
+		screen_cursor_draw(cursor, &image, 0, 0);
+	screen_cursor_free(cursor);
 	return record_encode(record, &image, slot, error, error_size);
 }
 
@@ -277,21 +343,26 @@ static void *record_thread(void *argument)
 	while (slot < limit_slot) {
 		if (record_wait(record, record->start_us + slot * interval_us))
 			return NULL;
-		/* Late (a busy machine): go to the slot we are in, count the rest. */
+		/* Late (a busy machine): go to the slot we are in. */
 		int64_t now_slot = (clock_monotonic_us() - record->start_us) / interval_us;
-		if (now_slot > slot) {
-			pthread_mutex_lock(&record->lock);
-			record->stats.dropped += now_slot - slot;
-			pthread_mutex_unlock(&record->lock);
-			slot = now_slot;
-			if (slot >= limit_slot)
-				break;
-		}
+		int64_t missed = now_slot > slot ? now_slot - slot : 0;
+		if (now_slot >= limit_slot)
+			break;
+		slot += missed;
 		char error[256];
-		if (!record_grab_and_encode(record, slot, error, sizeof error)) {
+		bool still;
+		if (!record_grab_and_encode(record, slot, &still, error, sizeof error)) {
 			log_msg(LOG_LEVEL_WARNING, "recording %s stopped: %s", record->path, error);
 			record_end_by_itself(record, "error", error);
 			return NULL;
+		}
+		/* The slots missed are dropped frames only if the screen changed
+		 * meanwhile: on a still screen they showed the picture the file
+		 * already has, which simply lasts longer. */
+		if (missed && !still) {
+			pthread_mutex_lock(&record->lock);
+			record->stats.dropped += missed;
+			pthread_mutex_unlock(&record->lock);
 		}
 		slot++;
 	}
@@ -310,7 +381,6 @@ static void record_free(struct record *record)
 	avcodec_free_context(&record->codec);
 	av_frame_free(&record->frame);
 	av_packet_free(&record->packet);
-	sws_freeContext(record->scaler);
 	screen_grabber_free(record->grabber);
 	pthread_mutex_destroy(&record->lock);
 	pthread_cond_destroy(&record->wake);
@@ -331,16 +401,12 @@ static bool record_prepare(struct record *record, char *error, size_t error_size
 	if (!record_open_encoder(record, width, height, error, error_size) ||
 	    !record_open_output(record, error, error_size))
 		return false;
-	record->scaler = sws_getContext(width, height,
-					image.layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0 : AV_PIX_FMT_RGB0,
-					width, height, AV_PIX_FMT_YUV420P, SWS_BILINEAR, NULL, NULL, NULL);
-	if (!record->scaler)
-		return text_fail(error, error_size, "cannot set up the colour conversion for %dx%d", width, height);
 	record->stats.width = width;
 	record->stats.height = height;
 	record->stats.started_at = clock_now_ms();
 	record->start_us = clock_monotonic_us();
-	return record_grab_and_encode(record, 0, error, error_size);
+	bool still;
+	return record_grab_and_encode(record, 0, &still, error, error_size);
 }
 
 struct record *record_start(struct screen *screen, const char *path, int fps, int max_seconds,

@@ -310,6 +310,35 @@ def test_recording_of_a_still_screen_is_cheap_and_keeps_time(box, pattern):
     assert stopped["durationMs"] >= 2400
 
 
+def coded_frames_rgb(path, width=1280, height=800):
+    """Every frame coded in the file, decoded to rgb24 (what a player shows)."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vsync", "passthrough", "-f", "rawvideo",
+                          "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+    size = width * height * 3
+    return [(width, height, raw[at:at + size]) for at in range(0, len(raw) - size + 1, size)]
+
+
+def test_recording_of_a_still_screen_follows_the_pointer(box, display):
+    # Nothing is drawn while the pointer moves (the server draws its sprite
+    # apart from the screen's pixels): the recording must still show it.
+    display.run(["xsetroot", "-solid", "#000000"])
+    box.call("POST", "/v1/screen/input", {"actions": [{"type": "move", "x": 100, "y": 100}]})
+    record_start(box, fps=10)
+    time.sleep(0.4)
+    status, _ = box.call("POST", "/v1/screen/input", {"actions": [{"type": "move", "x": 600, "y": 500}]})
+    assert status == 200
+    time.sleep(0.5)
+    status, stopped = box.call("POST", "/v1/screen/record/stop")
+    assert status == 200, stopped
+    frames = coded_frames_rgb(stopped["path"])
+    assert len(frames) == stopped["frames"] >= 2
+
+    def lit(frame, x0, y0):
+        return any(max(pixel(frame, x, y)) > 60 for x in range(x0 - 5, x0 + 20) for y in range(y0 - 5, y0 + 20))
+    assert lit(frames[0], 100, 100) and not lit(frames[0], 600, 500)
+    assert lit(frames[-1], 600, 500) and not lit(frames[-1], 100, 100)
+
+
 def test_recording_ends_at_max_sec(box, pattern):
     record_start(box, fps=10, maxSec=1)
     wait_for(lambda: box.call("GET", "/v1/health")[1]["recording"] is False, what="maxSec")
