@@ -65,12 +65,15 @@ static bool add_rules(scmp_filter_ctx ctx)
 		if (!notify_rule(ctx, whole_syscalls[i], 0, NULL))
 			return false;
 	/* Only the calls that name another process: the rest stay fast. */
-	const struct scmp_arg_cmp new_limit = SCMP_A2(SCMP_CMP_NE, 0);
+	/* prlimit64 on another process with a new limit; pid 0 is the caller
+	 * itself (setrlimit, `ulimit`), which the seed does after its guard is
+	 * in and before the shim listens. */
+	const struct scmp_arg_cmp new_limit[] = { SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0) };
 	const struct scmp_arg_cmp set_owner = SCMP_A1(SCMP_CMP_EQ, F_SETOWN);
 	const struct scmp_arg_cmp set_owner_ex = SCMP_A1(SCMP_CMP_EQ, F_SETOWN_EX);
 	const struct scmp_arg_cmp io_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, FIOSETOWN);
 	const struct scmp_arg_cmp socket_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, SIOCSPGRP);
-	return notify_rule(ctx, "prlimit64", 1, &new_limit) &&
+	return notify_rule(ctx, "prlimit64", 2, new_limit) &&
 	       notify_rule(ctx, "fcntl", 1, &set_owner) && notify_rule(ctx, "fcntl", 1, &set_owner_ex) &&
 	       notify_rule(ctx, "fcntl64", 1, &set_owner) && notify_rule(ctx, "fcntl64", 1, &set_owner_ex) &&
 	       notify_rule(ctx, "ioctl", 1, &io_owner) && notify_rule(ctx, "ioctl", 1, &socket_owner);

@@ -68,11 +68,13 @@ static void raise_oom_score(void)
 	}
 }
 
+/* `ahead`: a seed, whose signals and OOM score were set while it waited. */
 static void __attribute__((noreturn))
-child_run(struct shim *shim, int report, int guard_channel, int fds[3], int script)
+child_run(struct shim *shim, int report, int guard_channel, int fds[3], int script, bool ahead)
 {
 	struct shim_spec *spec = &shim->spec;
-	child_reset_signals();
+	if (!ahead)
+		child_reset_signals();
 	struct cgroup_job join = shim->job;
 	if (shim->born_in_cgroup)
 		join.v2_dir = NULL;
@@ -92,7 +94,8 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		struct rlimit limit = {spec->rlimits[i].soft, spec->rlimits[i].hard};
 		setrlimit(spec->rlimits[i].resource, &limit);
 	}
-	raise_oom_score();
+	if (!ahead)
+		raise_oom_score();
 	if (guard_channel >= 0 && !guard_install(guard_channel, shim->prep.guard_filter))
 		child_fail(report, "internal", "cannot install the signal guard", errno);
 	if (geteuid() == 0) {
@@ -180,7 +183,8 @@ static bool read_report(int report, char *code, size_t code_size, char *error, s
  * The command's first process, forked by a spare ahead of the command into
  * the cgroups made for it (v2 by CLONE_INTO_CGROUP; the v1 pids one, on
  * hybrid hosts, joined here, which costs the cgroup migration lock), with
- * its OOM score raised and its own process group. It waits on a socket whose
+ * its OOM score raised, its own process group and the signal guard
+ * installed. It waits on a socket whose
  * other end boxd made and holds (shim-protocol.h) for the same spec the shim
  * gets, and then does
  * what a forked child does (child_run) with nothing forked: the start of a
@@ -211,6 +215,9 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 		shim->pids_joined = true;
 	setpgid(0, 0);
 	raise_oom_score();
+	/* The signal guard is the same for every command: installed while the
+	 * seed waits, its listener waits in the shim's channel until the start. */
+	bool guarded = guard_install(p->guard[1], p->guard_filter);
 	char tag = 0;
 	int spec_fd = receive_fd(socket, &tag);
 	if (spec_fd < 0 || tag != SHIM_MSG_SPEC || getppid() != shim_pid)
@@ -231,7 +238,7 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 	if (script < 0)
 		child_fail(p->report[1], "internal", "cannot pass the command text", errno);
 	int fds[3] = {spec.stdin_data ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
-	child_run(shim, p->report[1], p->guard[1], fds, script);
+	child_run(shim, p->report[1], guarded ? -1 : p->guard[1], fds, script, true);
 }
 
 void seed_start(struct shim *shim)
@@ -293,7 +300,7 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 		pid = spawn_child(shim);
 		if (pid == 0) {
 			int fds[3] = {with_stdin ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
-			child_run(shim, p->report[1], p->guard[1], fds, script);
+			child_run(shim, p->report[1], p->guard[1], fds, script, false);
 		}
 		saved = errno;
 		close(script);
