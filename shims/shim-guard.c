@@ -64,13 +64,15 @@ static bool add_rules(scmp_filter_ctx ctx)
 	for (size_t i = 0; i < sizeof whole_syscalls / sizeof whole_syscalls[0]; i++)
 		if (!notify_rule(ctx, whole_syscalls[i], 0, NULL))
 			return false;
-	/* Only the calls that name another process: the rest stay fast. */
-	/* prlimit64 on another process with a new limit; pid 0 is the caller
-	 * itself (setrlimit, `ulimit`), which the seed does after its guard is
-	 * in and before the shim listens. */
-	const struct scmp_arg_cmp new_limit[] = { SCMP_A0(SCMP_CMP_NE, 0), SCMP_A2(SCMP_CMP_NE, 0) };
-	const struct scmp_arg_cmp set_owner = SCMP_A1(SCMP_CMP_EQ, F_SETOWN);
-	const struct scmp_arg_cmp set_owner_ex = SCMP_A1(SCMP_CMP_EQ, F_SETOWN_EX);
+	/* Only the calls that name another process: the rest stay fast.
+	 * prlimit64 with a new limit on pid 0 is the caller itself (setrlimit,
+	 * `ulimit`), which a seed does after its guard is in and before the
+	 * shim listens. (A comparison's second datum only counts for a masked
+	 * one: 0 elsewhere.) */
+	const struct scmp_arg_cmp new_limit[] = { SCMP_A0(SCMP_CMP_NE, 0, 0),
+						  SCMP_A2(SCMP_CMP_NE, 0, 0) };
+	const struct scmp_arg_cmp set_owner = SCMP_A1(SCMP_CMP_EQ, F_SETOWN, 0);
+	const struct scmp_arg_cmp set_owner_ex = SCMP_A1(SCMP_CMP_EQ, F_SETOWN_EX, 0);
 	const struct scmp_arg_cmp io_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, FIOSETOWN);
 	const struct scmp_arg_cmp socket_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, SIOCSPGRP);
 	return notify_rule(ctx, "prlimit64", 2, new_limit) &&

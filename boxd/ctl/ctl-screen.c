@@ -221,7 +221,8 @@ static int run_record(struct ctl *ctl, int argc, char **argv)
 	int status;
 	if (strcmp(what, "start") == 0) {
 		cJSON *body = cJSON_CreateObject();
-		for (int i = 2; i < argc; i++) {
+		/* Options come in pairs: a name, then its value. */
+		for (int i = 2; i < argc; i += 2) {
 			long value;
 			bool fps = strcmp(argv[i], "--fps") == 0, max = strcmp(argv[i], "--max-sec") == 0;
 			if ((!fps && !max) || i + 1 >= argc || !parse_int(argv[i + 1], &value)) {
@@ -229,7 +230,6 @@ static int run_record(struct ctl *ctl, int argc, char **argv)
 				return ctl_usage_error("record", "start takes [--fps N] [--max-sec N]");
 			}
 			cJSON_AddNumberToObject(body, fps ? "fps" : "maxSec", (double)value);
-			i++;
 		}
 		status = ctl_call(ctl, "POST", "/v1/screen/record/start", body, &answer);
 		cJSON_Delete(body);
