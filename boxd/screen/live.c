@@ -1,4 +1,5 @@
-/* live.c: the live screen's capture thread: damage, grab, convert, encode
+/* live.c: the live screen's capture thread: damage, grab, convert (the
+ * changed bands only, unscaled), encode
  * (libx264), mux (fragmented MP4 into memory), hand out.
  *
  * Timestamps. The stream's clock is the wall clock: a frame grabbed t ms
@@ -35,6 +36,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "screen-yuv.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -60,6 +62,9 @@ struct live {
 	AVFrame *spare;          /* the next one, converted before a gap is filled */
 	AVPacket *packet;
 	struct SwsContext *scaler;
+	/* Unscaled, only the bands that changed are converted, into the frame
+	 * in turn (`spare` and `frame` take turns: the tracker's two). */
+	struct yuv_tracker *changes;
 	AVFormatContext *output;
 	/* What the muxer wrote since the last hand-out. */
 	uint8_t *bytes;
@@ -248,7 +253,18 @@ static bool live_code(struct live *live, int64_t pts, int64_t duration, bool key
 static bool live_convert(struct live *live, const struct screen_image *image, AVFrame *frame,
 			 char *error, size_t error_size)
 {
+	if (av_frame_make_writable(frame) < 0)
+		abort();
 	/* The screen may change size (RandR): the stream keeps its own. */
+	if (live->width == (image->width & ~1) && live->height == (image->height & ~1)) {
+		struct yuv_planes planes = {
+			.data = { frame->data[0], frame->data[1], frame->data[2] },
+			.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
+			.width = live->width, .height = live->height,
+		};
+		yuv_tracker_update(live->changes, image, &planes);
+		return true;
+	}
 	int flags = live->width < image->width ? SWS_AREA : SWS_BILINEAR;
 	live->scaler = sws_getCachedContext(live->scaler, image->width, image->height,
 					    image->layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0
@@ -258,12 +274,12 @@ static bool live_convert(struct live *live, const struct screen_image *image, AV
 	if (!live->scaler)
 		return text_fail(error, error_size, "cannot convert %dx%d to %dx%d", image->width,
 				 image->height, live->width, live->height);
-	if (av_frame_make_writable(frame) < 0)
-		abort();
 	const uint8_t *source[4] = { image->pixels };
 	int source_stride[4] = { image->stride };
 	sws_scale(live->scaler, source, source_stride, 0, image->height, frame->data,
 		  frame->linesize);
+	/* This frame now holds a scaled picture the tracker knows nothing of. */
+	yuv_tracker_forget(live->changes);
 	return true;
 }
 
@@ -400,6 +416,7 @@ static void live_free(struct live *live)
 	av_frame_free(&live->spare);
 	av_packet_free(&live->packet);
 	sws_freeContext(live->scaler);
+	yuv_tracker_free(live->changes);
 	screen_grabber_free(live->grabber);
 	if (live->wake_fd >= 0)
 		close(live->wake_fd);
@@ -449,6 +466,7 @@ struct live *live_start(struct screen *screen, int id, int fps, double scale, li
 	struct live *live = xcalloc(1, sizeof *live);
 	live->screen = screen;
 	live->grabber = screen_grabber_new(screen);
+	live->changes = yuv_tracker_new(2);
 	live->id = id;
 	live->fps = fps;
 	live->scale = scale;

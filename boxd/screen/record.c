@@ -46,8 +46,7 @@ struct record {
 	 * (measured: 5 of 9 s lost). -1 when it could not be opened. */
 	int sync_fd;
 	int64_t synced_bytes;
-	uint8_t *previous;       /* the last grab, to spot an unchanged screen */
-	size_t previous_size;
+	struct yuv_tracker *changes; /* the last grab, to convert only what changed */
 	/* What the last grab showed, to skip the next one when nothing moved:
 	 * the damage generation read before it and the pointer drawn into it. */
 	bool grabbed;
@@ -199,42 +198,20 @@ static bool record_code_frame(struct record *record, int64_t slot, char *error, 
 	return true;
 }
 
-/* Rows compared, copied and converted together; even, since 4:2:0 pairs rows. */
-#define RECORD_BAND_ROWS 16
-
-/* Brings `previous` and the frame's planes up to `image`, band by band,
- * converting only the bands that differ: a small change costs a small
- * conversion. True when any band differed. */
+/* Brings the frame up to `image`, converting only the bands that changed.
+ * True when any did. */
 static bool record_take_changes(struct record *record, const struct screen_image *image)
 {
-	size_t size = (size_t)image->stride * (size_t)image->height;
-	bool fresh = record->previous_size != size;
-	if (fresh) {
-		free(record->previous);
-		record->previous = xmalloc(size);
-		record->previous_size = size;
-	}
 	AVFrame *frame = record->frame;
-	bool changed = false;
-	for (int y0 = 0; y0 < frame->height; y0 += RECORD_BAND_ROWS) {
-		int y1 = y0 + RECORD_BAND_ROWS < frame->height ? y0 + RECORD_BAND_ROWS : frame->height;
-		size_t at = (size_t)y0 * (size_t)image->stride;
-		size_t length = (size_t)(y1 - y0) * (size_t)image->stride;
-		if (!fresh && memcmp(record->previous + at, image->pixels + at, length) == 0)
-			continue;
-		/* Copies the planes first only if the encoder still holds them. */
-		if (!changed && av_frame_make_writable(frame) < 0)
-			abort();
-		changed = true;
-		memcpy(record->previous + at, image->pixels + at, length);
-		struct yuv_planes planes = {
-			.data = { frame->data[0], frame->data[1], frame->data[2] },
-			.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
-			.width = frame->width, .height = frame->height,
-		};
-		screen_yuv_rows(image, &planes, y0, y1);
-	}
-	return changed;
+	/* Copies the planes first only if the encoder still holds them. */
+	if (av_frame_make_writable(frame) < 0)
+		abort();
+	struct yuv_planes planes = {
+		.data = { frame->data[0], frame->data[1], frame->data[2] },
+		.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
+		.width = frame->width, .height = frame->height,
+	};
+	return yuv_tracker_update(record->changes, image, &planes);
 }
 
 /* Encodes one grab at `slot`, unless the screen is unchanged (`image` NULL:
@@ -384,7 +361,7 @@ static void record_free(struct record *record)
 	screen_grabber_free(record->grabber);
 	pthread_mutex_destroy(&record->lock);
 	pthread_cond_destroy(&record->wake);
-	free(record->previous);
+	yuv_tracker_free(record->changes);
 	free(record->path);
 	free(record);
 }
@@ -420,6 +397,7 @@ struct record *record_start(struct screen *screen, const char *path, int fps, in
 	record->max_seconds = max_seconds;
 	record->wake_fd = wake_fd;
 	record->sync_fd = -1;
+	record->changes = yuv_tracker_new(1);
 	record->stats.path = record->path;
 	record->stats.fps = fps;
 	pthread_mutex_init(&record->lock, NULL);

@@ -1,8 +1,14 @@
 /* screen-yuv.c: RGB to 4:2:0 YUV, the conversion swscale made for the
- * recording (BT.601 limited range, the colour space a player assumes for
- * an untagged H.264 stream of this size), on two rows at a time so each
- * 2x2 block's chroma comes from its four pixels. */
+ * recording and the live view (BT.601 limited range, the colour space a
+ * player assumes for an untagged H.264 stream of this size), two rows at a
+ * time so each 2x2 block's chroma comes from its four pixels; and the
+ * tracker that converts only the bands that changed. */
 #include "screen-yuv.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
 
 /* The BT.601 studio-swing matrix in fixed point, 15 fractional bits (8
  * are a step off for pure green). */
@@ -62,4 +68,94 @@ void screen_yuv_rows(const struct screen_image *image, const struct yuv_planes *
 		else
 			pair(top, bottom, y_top, y_bottom, u, v, planes->width, 0, 2);
 	}
+}
+
+/* Rows compared, copied and converted together; even, since 4:2:0 pairs rows. */
+#define BAND_ROWS 16
+/* Frames used in turn, at most. */
+#define TRACKER_MAX_FRAMES 2
+
+struct yuv_tracker {
+	int frames, next;          /* how many take turns; whose turn it is */
+	uint8_t *previous;         /* the last image given, to compare bands with */
+	size_t previous_size;
+	int bands;
+	/* changed[k][b]: band b differed k+1 turns ago; the frame in turn
+	 * missed the changes of the last `frames - 1` turns. */
+	bool *changed[TRACKER_MAX_FRAMES];
+	bool fresh;                /* `previous` holds nothing yet: every band differs */
+};
+
+struct yuv_tracker *yuv_tracker_new(int frames)
+{
+	struct yuv_tracker *tracker = xcalloc(1, sizeof *tracker);
+	tracker->frames = frames < 1 ? 1 : frames > TRACKER_MAX_FRAMES ? TRACKER_MAX_FRAMES : frames;
+	tracker->fresh = true;
+	return tracker;
+}
+
+void yuv_tracker_free(struct yuv_tracker *tracker)
+{
+	if (!tracker)
+		return;
+	free(tracker->previous);
+	for (int k = 0; k < TRACKER_MAX_FRAMES; k++)
+		free(tracker->changed[k]);
+	free(tracker);
+}
+
+void yuv_tracker_forget(struct yuv_tracker *tracker)
+{
+	tracker->fresh = true;
+}
+
+/* Sizes the comparison copy and the band records for `image`; a new size
+ * starts over. */
+static void tracker_fit(struct yuv_tracker *tracker, const struct screen_image *image, int height)
+{
+	size_t size = (size_t)image->stride * (size_t)image->height;
+	int bands = (height + BAND_ROWS - 1) / BAND_ROWS;
+	if (tracker->previous_size == size && tracker->bands == bands)
+		return;
+	free(tracker->previous);
+	tracker->previous = xmalloc(size);
+	tracker->previous_size = size;
+	tracker->bands = bands;
+	for (int k = 0; k < TRACKER_MAX_FRAMES; k++) {
+		free(tracker->changed[k]);
+		tracker->changed[k] = xcalloc((size_t)bands, sizeof(bool));
+	}
+	tracker->fresh = true;
+}
+
+bool yuv_tracker_update(struct yuv_tracker *tracker, const struct screen_image *image,
+			const struct yuv_planes *planes)
+{
+	tracker_fit(tracker, image, planes->height);
+	/* Fresh: every band differs, so each frame in turn, which has seen
+	 * none of it, converts whole (through the changed records). */
+	bool fresh = tracker->fresh;
+	tracker->fresh = false;
+	/* The oldest record makes room for this turn's. */
+	bool *now = tracker->changed[tracker->frames - 1];
+	for (int k = tracker->frames - 1; k > 0; k--)
+		tracker->changed[k] = tracker->changed[k - 1];
+	tracker->changed[0] = now;
+	bool any = false;
+	for (int band = 0; band < tracker->bands; band++) {
+		int y0 = band * BAND_ROWS;
+		int y1 = y0 + BAND_ROWS < planes->height ? y0 + BAND_ROWS : planes->height;
+		size_t at = (size_t)y0 * (size_t)image->stride;
+		size_t length = (size_t)(y1 - y0) * (size_t)image->stride;
+		now[band] = fresh || memcmp(tracker->previous + at, image->pixels + at, length) != 0;
+		if (now[band])
+			memcpy(tracker->previous + at, image->pixels + at, length);
+		any |= now[band];
+		bool stale = now[band];
+		for (int k = 1; k < tracker->frames; k++)
+			stale |= tracker->changed[k][band];
+		if (stale)
+			screen_yuv_rows(image, planes, y0, y1);
+	}
+	return any;
 }

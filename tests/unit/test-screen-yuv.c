@@ -1,7 +1,9 @@
-/* Unit tests for the recording's colour conversion (screen-yuv.c): exact
- * values for pure colours, both input layouts, and agreement with
- * swscale's BGR0/RGB0 to YUV420P (the conversion it replaced) within one
- * step on random pictures, converting all rows or only some. */
+/* Unit tests for the recording's and live view's colour conversion
+ * (screen-yuv.c): exact values for pure colours, both input layouts,
+ * agreement with swscale's BGR0/RGB0 to YUV420P (the conversion it
+ * replaced) within one step, converting all rows or only some; and the
+ * tracker: whatever changes, the frame in turn ends up exactly the whole
+ * conversion of the last picture, with one frame or two taking turns. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +137,88 @@ static void only_the_rows_given(void)
 	CHECK(outside);
 }
 
+enum { TALL = 64 }; /* four bands of 16 rows */
+
+static uint8_t tall_pixels[WIDTH * TALL * 4];
+static const struct screen_image tall_image = { tall_pixels, WIDTH, TALL, WIDTH * 4,
+						SCREEN_LAYOUT_BGR0 };
+
+struct tall_planes {
+	uint8_t y[WIDTH * TALL], u[WIDTH * TALL / 4], v[WIDTH * TALL / 4];
+	struct yuv_planes planes;
+};
+
+static void tall_init(struct tall_planes *buffer)
+{
+	memset(buffer->y, 0x55, sizeof buffer->y);
+	memset(buffer->u, 0x55, sizeof buffer->u);
+	memset(buffer->v, 0x55, sizeof buffer->v);
+	buffer->planes = (struct yuv_planes){
+		.data = { buffer->y, buffer->u, buffer->v },
+		.linesize = { WIDTH, WIDTH / 2, WIDTH / 2 },
+		.width = WIDTH, .height = TALL,
+	};
+}
+
+/* The frame equals a whole conversion of the picture now. */
+static bool tall_exact(const struct tall_planes *frame)
+{
+	static struct tall_planes whole;
+	tall_init(&whole);
+	screen_yuv_rows(&tall_image, &whole.planes, 0, TALL);
+	return !memcmp(frame->y, whole.y, sizeof whole.y) && !memcmp(frame->u, whole.u, sizeof whole.u) &&
+	       !memcmp(frame->v, whole.v, sizeof whole.v);
+}
+
+/* Paints rows [y0, y1) one colour. */
+static void paint(int y0, int y1, uint8_t value)
+{
+	memset(tall_pixels + (size_t)y0 * WIDTH * 4, value, (size_t)(y1 - y0) * WIDTH * 4);
+}
+
+static void tracker_takes_turns(int frames)
+{
+	static struct tall_planes buffers[2];
+	tall_init(&buffers[0]);
+	tall_init(&buffers[1]);
+	paint(0, TALL, 10);
+	struct yuv_tracker *tracker = yuv_tracker_new(frames);
+	/* Each step changes something else: a band, two, a row at a band's
+	 * edge, nothing, everything. */
+	static const struct { int y0, y1; uint8_t value; bool differs; } steps[] = {
+		{ 0, 0, 0, true },      /* the first picture: everything is new */
+		{ 16, 32, 200, true },  { 0, 0, 0, false },   { 40, 56, 90, true },
+		{ 31, 33, 250, true },  { 0, 0, 0, false },   { 0, 64, 128, true },
+		{ 63, 64, 1, true },    { 0, 0, 0, false },
+	};
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		if (steps[i].y1 > steps[i].y0)
+			paint(steps[i].y0, steps[i].y1, steps[i].value);
+		struct tall_planes *turn = &buffers[i % (size_t)frames];
+		bool differs = yuv_tracker_update(tracker, &tall_image, &turn->planes);
+		CHECKF(differs == steps[i].differs, "%d frames, step %zu: differs %d", frames, i, differs);
+		CHECKF(tall_exact(turn), "%d frames, step %zu: the frame is not the picture", frames, i);
+	}
+	/* Frames filled some other way: after forget, each is made whole again. */
+	memset(buffers[0].y, 0, sizeof buffers[0].y);
+	memset(buffers[1].u, 0, sizeof buffers[1].u);
+	yuv_tracker_forget(tracker);
+	for (int i = 0; i < frames; i++) {
+		struct tall_planes *turn = &buffers[i];
+		/* Only the first turn counts as a new picture: the same one after. */
+		CHECK(yuv_tracker_update(tracker, &tall_image, &turn->planes) == (i == 0));
+		CHECKF(tall_exact(turn), "%d frames, after forget, turn %d", frames, i);
+	}
+	yuv_tracker_free(tracker);
+}
+
 int main(void)
 {
 	pure_colours();
 	against_swscale(SCREEN_LAYOUT_BGR0);
 	against_swscale(SCREEN_LAYOUT_RGB0);
 	only_the_rows_given();
+	tracker_takes_turns(1);
+	tracker_takes_turns(2);
 	return check_done("screen-yuv");
 }
