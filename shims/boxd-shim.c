@@ -579,8 +579,17 @@ static bool spare_wait(struct shim *shim)
 	}
 	/* boxd gives the seed the spec only for the id it was made for. */
 	shim->seeded = tag == SHIM_MSG_SPEC_SEEDED && shim->prep.seed > 0;
-	if (!shim->seeded)
+	if (!shim->seeded) {
 		seed_stop(shim);
+		/* The seed may have sent the listener of its own guard before it
+		 * died: the command forked instead sends another, which must not
+		 * queue behind it. */
+		if (!guard_channel_renew(shim->prep.guard)) {
+			prepare_discard(shim);
+			answer_failed(shim, "internal", "cannot make the signal guard's channel");
+			return false;
+		}
+	}
 	struct shim_spec spec;
 	ok = shim_spec_read(&spec, fd, error, sizeof error);
 	close(fd);

@@ -159,6 +159,15 @@ int guard_receive(int channel)
 	return fd;
 }
 
+bool guard_channel_renew(int ends[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (ends[i] >= 0)
+			close(ends[i]);
+	ends[0] = ends[1] = -1;
+	return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) == 0;
+}
+
 int receive_fd(int channel, char *tag)
 {
 	char byte;

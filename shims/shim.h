@@ -188,6 +188,10 @@ void *guard_prepare(void);
 bool guard_install(int channel, const void *filter);
 /* In the shim: receives the notification fd from `channel`. */
 int guard_receive(int channel);
+/* In the shim: replaces the socket pair `ends` (the shim's end, the
+ * child's) with a new one, so that nothing sent on the old one (a dropped
+ * seed's listener) is received. False when no new pair can be made. */
+bool guard_channel_renew(int ends[2]);
 /* Receives one descriptor (SCM_RIGHTS) from `channel`; -1 at its end. The
  * message's one byte goes to *tag when tag is not NULL. */
 int receive_fd(int channel, char *tag);
