@@ -585,6 +585,7 @@ static bool spare_wait(struct shim *shim)
 		 * died: the command forked instead sends another, which must not
 		 * queue behind it. */
 		if (!guard_channel_renew(shim->prep.guard)) {
+			close(fd);
 			prepare_discard(shim);
 			answer_failed(shim, "internal", "cannot make the signal guard's channel");
 			return false;
