@@ -93,7 +93,7 @@ def shim_pids(run_dir):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import percentile, row  # noqa: E402
+from benchlib import burners, percentile, row  # noqa: E402
 
 
 def alternate(conn, rounds, body=None, baseline=("bash", "-c", "true"), capture=False):
@@ -123,11 +123,6 @@ def bench_spawn(conn):
     alternate(conn, 20)  # warm up both paths
     api, direct = alternate(conn, 300)
     ratio_rows("exec `true` quiet (API vs bash -c true)", api, direct, "goal <= 1.5x")
-
-
-def burners():
-    """A busy loop on every core (no forks of its own), at normal priority."""
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count())]
 
 
 def bench_loaded(conn):

@@ -12,6 +12,7 @@ picture (tests/screen-pattern) and a terminal with text:
 - recording at 30 fps, a still page and a moving square, each on a quiet
   machine and beside a busy loop on every core: CPU against ffmpeg x11grab
   + libx264 ultrafast, dropped frames; health latency while it runs."""
+import json
 import os
 import statistics
 import subprocess
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, row
+from benchlib import BUILD_DIR, BenchBoxd, burners, row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from screen_helpers import Xvfb  # noqa: E402
@@ -224,7 +225,6 @@ def many_shots(boxd, x):
 
 
 def curl_json(boxd, path, body=None):
-    import json
     argv = ["curl", "-s", "--unix-socket", boxd.socket, "-X", "POST"]
     if body is not None:
         argv += ["-d", json.dumps(body)]
@@ -266,11 +266,6 @@ def recording_rows(name, ours, theirs, stopped):
     row(f"record, {name}: dropped frames", f"{stopped['droppedFrames']}", "",
         f"of {round(stopped['durationMs'] * 30 / 1000)} slots; {stopped['frames']} coded, "
         f"{stopped['bytes'] / 1024:.0f} KiB (target 0)")
-
-
-def burners():
-    """A busy loop on every core, at normal priority: a loaded box."""
-    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count())]
 
 
 def recording(boxd, x, env, tmp):

@@ -16,6 +16,12 @@ def row(name, boxd, baseline, ratio):
     print(f"{name:<44} | {boxd:>14} | {baseline:>14} | {ratio}", flush=True)
 
 
+def burners():
+    """A busy loop on every core (no forks of its own), at normal priority:
+    a loaded box. Kill and wait for each when done."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count())]
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
