@@ -76,7 +76,7 @@ void screen_yuv_rows(const struct screen_image *image, const struct yuv_planes *
 #define TRACKER_MAX_FRAMES 2
 
 struct yuv_tracker {
-	int frames, next;          /* how many take turns; whose turn it is */
+	int frames;                /* how many take turns */
 	uint8_t *previous;         /* the last image given, to compare bands with */
 	size_t previous_size;
 	int bands;
