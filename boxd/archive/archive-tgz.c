@@ -15,6 +15,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "io.h"
 #include "random-id.h"
 #include "safe-path.h"
 #include "work-path.h"
@@ -197,17 +198,10 @@ static bool copy_data(struct extract *extract, int fd, struct archive_entry *ent
 	int status;
 	while ((status = archive_read_data_block(extract->archive, &block, &length, &offset)) ==
 	       ARCHIVE_OK) {
-		const char *data = block;
-		while (length > 0) {
-			ssize_t wrote = pwrite(fd, data, length, offset);
-			if (wrote < 0)
-				return fail(extract, "writing", errno);
-			data += wrote;
-			length -= (size_t)wrote;
-			offset += wrote;
-			extract->result->bytes += (uint64_t)wrote;
-		}
-		end = offset;
+		if (!io_pwrite_all(fd, block, length, offset))
+			return fail(extract, "writing", errno);
+		extract->result->bytes += (uint64_t)length;
+		end = offset + (la_int64_t)length;
 	}
 	if (status != ARCHIVE_EOF) {
 		snprintf(extract->result->message, sizeof extract->result->message,

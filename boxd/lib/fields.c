@@ -114,19 +114,8 @@ bool fields_write_file_durable(const struct fields_writer *writer, const char *p
 bool fields_write_into(const struct fields_writer *writer, int fd, int dir_fd,
 		       const char *temporary, const char *name)
 {
-	size_t done = 0;
-	while (done < writer->length) {
-		ssize_t n = pwrite(fd, writer->data + done, writer->length - done, (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = ENOSPC;
-			return false;
-		}
-		done += (size_t)n;
-	}
-	return renameat(dir_fd, temporary, dir_fd, name) == 0;
+	return io_pwrite_all(fd, writer->data, writer->length, 0) &&
+	       renameat(dir_fd, temporary, dir_fd, name) == 0;
 }
 
 bool fields_next(struct fields_reader *reader, const char **key, const char **value,

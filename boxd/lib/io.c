@@ -24,6 +24,25 @@ bool io_write_all(int fd, const void *data, size_t length)
 	return true;
 }
 
+bool io_pwrite_all(int fd, const void *data, size_t length, off_t offset)
+{
+	const char *at = data;
+	while (length > 0) {
+		ssize_t n = pwrite(fd, at, length, offset);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;
+			return false;
+		}
+		at += n;
+		length -= (size_t)n;
+		offset += n;
+	}
+	return true;
+}
+
 bool io_read_full(int fd, void *buffer, size_t length)
 {
 	char *at = buffer;

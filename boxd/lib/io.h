@@ -5,10 +5,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes all `length` bytes; false with errno set when it cannot (ENOSPC
  * when write() took nothing). */
 bool io_write_all(int fd, const void *data, size_t length);
+/* The same at `offset`, leaving the file position alone (pwrite). */
+bool io_pwrite_all(int fd, const void *data, size_t length, off_t offset);
 /* Reads exactly `length` bytes; false at an early end of file (errno 0) or
  * on an error. */
 bool io_read_full(int fd, void *buffer, size_t length);
