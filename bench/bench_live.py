@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, percentile, row
+from benchlib import BUILD_DIR, BenchBoxd, children_named, percentile, row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from live_helpers import Filler, LiveViewer, cpu_seconds, decoded_colours, near  # noqa: E402
@@ -25,23 +25,6 @@ PATTERN = os.path.join(BUILD_DIR, "tests", "screen-pattern")
 SECONDS = 10
 CHANGES = 60
 SPOT = (100, 100)
-
-
-def children_named(parent, name):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and comm == name:
-            found.append(int(pid))
-    return found
 
 
 def boxd_cpu(boxd):

@@ -20,9 +20,10 @@ import sys
 import tempfile
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, burners, row
+from benchlib import BUILD_DIR, BenchBoxd, burners, children_named, row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
+from live_helpers import cpu_seconds  # noqa: E402
 from screen_helpers import Xvfb  # noqa: E402
 
 LATENCY = os.path.join(BUILD_DIR, "bench", "latency")
@@ -68,27 +69,6 @@ def shot_samples(socket_path, path, count, want=None, limit=5000):
 
 def shot_times(socket_path, path, count, want=None):
     return statistics.median(shot_samples(socket_path, path, count, want))
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children_named(parent, name):
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and comm == name:
-            found.append(int(pid))
-    return found
 
 
 def timed_runs(argv, env, count=9):
