@@ -123,15 +123,22 @@ class LiveViewer:
                 return None
             return chunk
 
-    def _run(self):
-        self.sock.settimeout(0.2)
-        buffer = b""
-        while b"\r\n\r\n" not in buffer:
+    def _fill(self, buffer, enough):
+        """Reads onto `buffer` until enough(buffer); None (and `ended`)
+        when the stream ends first."""
+        while not enough(buffer):
             chunk = self._recv(buffer)
             if not chunk:
                 self.ended = True
-                return
+                return None
             buffer += chunk
+        return buffer
+
+    def _run(self):
+        self.sock.settimeout(0.2)
+        buffer = self._fill(b"", lambda b: b"\r\n\r\n" in b)
+        if buffer is None:
+            return
         head, buffer = buffer.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
         self.status = int(lines[0].split()[1])
@@ -140,20 +147,14 @@ class LiveViewer:
         chunked = "chunked" in self.headers.get("transfer-encoding", "")
         while True:
             if chunked:
-                while b"\r\n" not in buffer:
-                    chunk = self._recv(buffer)
-                    if not chunk:
-                        self.ended = True
-                        return
-                    buffer += chunk
+                buffer = self._fill(buffer, lambda b: b"\r\n" in b)
+                if buffer is None:
+                    return
                 size_line, buffer = buffer.split(b"\r\n", 1)
                 size = int(size_line.split(b";")[0], 16)
-                while len(buffer) < size + 2:
-                    chunk = self._recv(buffer)
-                    if not chunk:
-                        self.ended = True
-                        return
-                    buffer += chunk
+                buffer = self._fill(buffer, lambda b: len(b) >= size + 2)
+                if buffer is None:
+                    return
                 body, buffer = buffer[:size], buffer[size + 2:]
                 if size == 0:
                     self.ended = True
