@@ -66,33 +66,35 @@ class LiveReader:
                 continue
         return b""
 
-    def run(self):
-        buffer = b""
-        while b"\r\n\r\n" not in buffer:
+    def fill(self, buffer, enough):
+        """Reads onto `buffer` until enough(buffer); None at the end first."""
+        while not enough(buffer):
             chunk = self.recv()
             if not chunk:
-                return
+                return None
             buffer += chunk
+        return buffer
+
+    def run(self):
+        buffer = self.fill(b"", lambda b: b"\r\n\r\n" in b)
+        if buffer is None:
+            return
         head, buffer = buffer.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
         self.status = int(lines[0].split()[1])
         self.headers = {k.strip().lower(): v.strip() for k, v in
                         (line.split(":", 1) for line in lines[1:] if ":" in line)}
         while True:
-            while b"\r\n" not in buffer:
-                chunk = self.recv()
-                if not chunk:
-                    return
-                buffer += chunk
+            buffer = self.fill(buffer, lambda b: b"\r\n" in b)
+            if buffer is None:
+                return
             size_line, buffer = buffer.split(b"\r\n", 1)
             size = int(size_line.split(b";")[0], 16)
             if size == 0:
                 return
-            while len(buffer) < size + 2:
-                chunk = self.recv()
-                if not chunk:
-                    return
-                buffer += chunk
+            buffer = self.fill(buffer, lambda b: len(b) >= size + 2)
+            if buffer is None:
+                return
             self.out.write(buffer[:size])
             self.out.flush()
             self.bytes += size
