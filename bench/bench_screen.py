@@ -37,6 +37,19 @@ def latency(*args):
     return [float(x) for x in out.split()]
 
 
+def read_ok_answer(connection, pending=b""):
+    """Reads one 200 answer with a Content-Length from `connection`, which
+    may have begun in `pending`: (head, what followed the body)."""
+    while b"\r\n\r\n" not in pending:
+        pending += connection.recv(65536)
+    head, pending = pending.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+    while len(pending) < length:
+        pending += connection.recv(1 << 20)
+    return head, pending[length:]
+
+
 def shot_samples(socket_path, path, count, want=None, limit=5000):
     """(milliseconds, cached) per GET on one kept-alive connection (bench/
     latency reads answers of at most 64 KiB; screenshots are larger).
@@ -51,14 +64,7 @@ def shot_samples(socket_path, path, count, want=None, limit=5000):
             break
         start = time.perf_counter()
         connection.sendall(request)
-        while b"\r\n\r\n" not in pending:
-            pending += connection.recv(65536)
-        head, pending = pending.split(b"\r\n\r\n", 1)
-        assert head.startswith(b"HTTP/1.1 200"), head
-        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-        while len(pending) < length:
-            pending += connection.recv(1 << 20)
-        pending = pending[length:]
+        head, pending = read_ok_answer(connection, pending)
         elapsed = (time.perf_counter() - start) * 1000
         cached = b"x-cached: 1" in head.lower()
         if want is None or cached == want:
@@ -144,14 +150,7 @@ def first_shot_ms(boxd):
     connection = sockets.socket(sockets.AF_UNIX)
     connection.connect(boxd.socket)
     connection.sendall(b"GET /v1/screen/shot HTTP/1.1\r\nHost: boxd\r\n\r\n")
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += connection.recv(65536)
-    head, body = data.split(b"\r\n\r\n", 1)
-    assert head.startswith(b"HTTP/1.1 200"), head
-    length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-    while len(body) < length:
-        body += connection.recv(1 << 20)
+    read_ok_answer(connection)
     connection.close()
     return (time.perf_counter() - start) * 1000
 
