@@ -42,6 +42,49 @@
 #define EXEC_PIDS_MAX 1024
 
 static struct exec_job *jobs, *jobs_tail;
+
+/* Ended jobs of one kind in the order they ended, with what they hold. */
+struct ended_queue {
+	struct exec_job *oldest, *newest;
+	size_t count;
+	uint64_t bytes;
+};
+static struct ended_queue ended_foreground, ended_background;
+
+static struct ended_queue *ended_queue_of(const struct exec_job *job)
+{
+	return job->meta.background ? &ended_background : &ended_foreground;
+}
+
+static void ended_append(struct exec_job *job)
+{
+	struct ended_queue *queue = ended_queue_of(job);
+	job->ended_prev = queue->newest;
+	job->ended_next = NULL;
+	if (queue->newest)
+		queue->newest->ended_next = job;
+	else
+		queue->oldest = job;
+	queue->newest = job;
+	queue->count++;
+	queue->bytes += job->kept_bytes;
+}
+
+static void ended_unlink(struct exec_job *job)
+{
+	struct ended_queue *queue = ended_queue_of(job);
+	if (job->ended_prev)
+		job->ended_prev->ended_next = job->ended_next;
+	else
+		queue->oldest = job->ended_next;
+	if (job->ended_next)
+		job->ended_next->ended_prev = job->ended_prev;
+	else
+		queue->newest = job->ended_prev;
+	queue->count--;
+	queue->bytes -= job->kept_bytes;
+}
+
 static char *cgroup_base, *shim_cgroup, *pids_base;
 static char *shim_program;
 /* Given at exec_init. */
@@ -57,6 +100,7 @@ struct exec_job *exec_job_add(const char *id)
 	job->id = xstrdup(id);
 	job->monitor_fd = -1;
 	job->state = EXEC_RUNNING;
+	job->prev = jobs_tail;
 	if (jobs_tail)
 		jobs_tail->next = job;
 	else
@@ -149,18 +193,23 @@ static void job_free(struct exec_job *job)
 	free(job);
 }
 
+static void jobs_unlink(struct exec_job *job)
+{
+	if (job->prev)
+		job->prev->next = job->next;
+	else
+		jobs = job->next;
+	if (job->next)
+		job->next->prev = job->prev;
+	else
+		jobs_tail = job->prev;
+}
+
 void exec_forget(struct exec_job *job)
 {
-	struct exec_job **link = &jobs, *previous = NULL;
-	while (*link && *link != job) {
-		previous = *link;
-		link = &(*link)->next;
-	}
-	if (!*link)
-		return;
-	*link = job->next;
-	if (jobs_tail == job)
-		jobs_tail = previous;
+	jobs_unlink(job);
+	if (job->state == EXEC_ENDED)
+		ended_unlink(job);
 	exec_remove_state_dir(job->id);
 	exec_disk_forget(job->id);
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
@@ -187,52 +236,37 @@ static uint64_t captured_bytes(const struct exec_job *job)
 	return total;
 }
 
-static bool sweepable(const struct exec_job *job)
+/* Over the bounds (exec.h) with `oldest` the oldest ended job of `queue`. */
+static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest,
+			int64_t now)
 {
-	return job->state == EXEC_ENDED && !job->busy;
+	if (queue == &ended_background)
+		return queue->count > EXEC_KEEP_ENDED_BACKGROUND;
+	return queue->count > EXEC_KEEP_ENDED_COUNT || queue->bytes > EXEC_KEEP_ENDED_BYTES ||
+	       now - oldest->ended_monotonic > EXEC_KEEP_ENDED_MS;
+}
+
+/* Oldest first, until one is kept: a start pays for what it forgets, not
+ * for the thousand results a busy box keeps. A held job stays. */
+static void sweep_queue(struct ended_queue *queue, int64_t now)
+{
+	struct exec_job *job = queue->oldest;
+	while (job && over_bounds(queue, job, now)) {
+		struct exec_job *next = job->ended_next;
+		if (!job->busy)
+			exec_forget(job);
+		job = next;
+	}
 }
 
 /* Ended results go after an hour, and oldest first past the count and byte
  * bounds (see exec.h). Swept when a command starts, so an idle boxd needs
- * no timer; one pass to count, one to forget. */
+ * no timer. */
 static void sweep_old(void)
 {
 	int64_t now = clock_monotonic_ms();
-	size_t foreground = 0, background = 0;
-	uint64_t bytes = 0;
-	for (struct exec_job *job = jobs; job; job = job->next) {
-		if (!sweepable(job))
-			continue;
-		if (job->meta.background) {
-			background++;
-		} else {
-			foreground++;
-			bytes += job->kept_bytes;
-		}
-	}
-	struct exec_job *job = jobs;
-	while (job) {
-		struct exec_job *next = job->next;
-		if (!sweepable(job)) {
-			job = next;
-			continue;
-		}
-		bool forget;
-		if (job->meta.background) {
-			forget = background > EXEC_KEEP_ENDED_BACKGROUND;
-			background -= forget;
-		} else {
-			forget = foreground > EXEC_KEEP_ENDED_COUNT || bytes > EXEC_KEEP_ENDED_BYTES ||
-				 now - job->ended_monotonic > EXEC_KEEP_ENDED_MS;
-			if (forget) {
-				foreground--;
-				bytes -= job->kept_bytes;
-			}
-		}
-		if (forget)
-			exec_forget(job);
-		job = next;
-	}
+	sweep_queue(&ended_foreground, now);
+	sweep_queue(&ended_background, now);
 }
 
 /* ---- holding and watching ---- */
@@ -289,6 +323,7 @@ void exec_job_finish(struct exec_job *job)
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
 	job->kept_bytes = captured_bytes(job);
+	ended_append(job);
 	if (job->adopted) {
 		exit_record_drop_captures(&job->exit); /* the file has them */
 		return; /* found ended at start: no step, no report, no watcher yet */

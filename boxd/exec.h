@@ -73,7 +73,8 @@ struct exec_job {
 	struct exec_watch *watches;
 	bool adopted;       /* being adopted at start: its end is not news */
 	int busy;           /* holds (exec_hold): not forgotten while > 0 */
-	struct exec_job *next;
+	struct exec_job *next, *prev;             /* every job, oldest first */
+	struct exec_job *ended_next, *ended_prev; /* ended ones, in ending order */
 };
 
 /* Prepares cgroups and adopts every shim found in the run dir. `config` is
