@@ -60,6 +60,22 @@ def test_bad_fields(box, fields, code):
     assert body["error"]["message"]
 
 
+def test_kept_results_past_the_byte_bound_go_oldest_first(box):
+    """64 MiB of captures are kept (exec.h): 9 of 8 MiB leave the oldest out
+    at the next start, and only it."""
+    ids = []
+    for _ in range(9):
+        body = ok(box, "head -c 8388608 /dev/zero | tr '\\0' a", maxOutputBytes=8 << 20)
+        assert len(body["stdout"]) == 8 << 20 and not body["truncated"]
+        ids.append(body["id"])
+    assert box.call("GET", f"/v1/exec/{ids[0]}")[0] == 200  # nothing started since
+    ok(box, "true")
+    assert box.call("GET", f"/v1/exec/{ids[0]}")[0] == 404
+    assert not os.path.exists(os.path.join(box.run_dir, "procs", ids[0]))
+    for kept in ids[1:]:
+        assert box.call("GET", f"/v1/exec/{kept}")[0] == 200, kept
+
+
 def test_cwd_that_is_a_file(box):
     open(os.path.join(box.work_dir, "file"), "w").close()
     status, body = run(box, "true", cwd="file")
