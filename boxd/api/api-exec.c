@@ -1,8 +1,6 @@
 /* api-exec.c: POST /v1/exec and GET /v1/exec/{id}. */
 #include <errno.h>
 #include <event2/event.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +17,7 @@
 #include "redact.h"
 #include "steps.h"
 #include "text.h"
+#include "users.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -82,23 +81,21 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 		api_reply_bad_request(req, "user must be a user name or a uid");
 		return false;
 	}
+	const struct user_entry *entry = users_find(given);
 	char *end;
 	unsigned long uid = strtoul(given, &end, 10);
-	bool numeric = *given && !*end;
-	struct passwd *pw = numeric ? getpwuid((uid_t)uid) : getpwnam(given);
-	if (!pw && !numeric) {
+	if (!entry && (!*given || *end)) {
 		api_reply_bad_request(req, "unknown user %s: give a name from /etc/passwd or a uid", given);
 		return false;
 	}
-	r->user = xstrdup(pw ? pw->pw_name : given);
-	r->uid = pw ? pw->pw_uid : (uid_t)uid;
-	r->gid = pw ? pw->pw_gid : (gid_t)uid;
-	r->home = xstrdup(pw && pw->pw_dir ? pw->pw_dir : "/");
-	int count = 64;
-	r->groups = xmalloc((size_t)count * sizeof *r->groups);
-	if (pw && getgrouplist(pw->pw_name, r->gid, r->groups, &count) < 0)
-		count = 0;
-	r->group_count = pw ? (size_t)count : 0;
+	r->user = xstrdup(entry ? entry->name : given);
+	r->uid = entry ? entry->uid : (uid_t)uid;
+	r->gid = entry ? entry->gid : (gid_t)uid;
+	r->home = xstrdup(entry ? entry->home : "/");
+	r->group_count = entry ? entry->group_count : 0;
+	r->groups = xmalloc((r->group_count ? r->group_count : 1) * sizeof *r->groups);
+	if (entry)
+		memcpy(r->groups, entry->groups, entry->group_count * sizeof *r->groups);
 	return true;
 }
 

@@ -60,6 +60,31 @@ def test_bad_fields(box, fields, code):
     assert body["error"]["message"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private /etc/passwd takes a mount namespace")
+def test_users_added_or_changed_while_boxd_runs(boxd_factory, tmp_path):
+    """boxd keeps what it looked up; an edit of /etc/passwd shows at once."""
+    passwd = tmp_path / "passwd"
+    passwd.write_bytes(open("/etc/passwd", "rb").read())
+    box = boxd_factory(start=False)
+    plain = box.args
+    box.args = lambda *extra: ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                               'mount --bind "$0" /etc/passwd && exec "$@"', str(passwd),
+                               *plain(*extra)]
+    box.start()
+    status, body = run(box, "id -u", user="boxd-late-user")
+    assert status == 400 and "unknown user boxd-late-user" in body["error"]["message"], body
+    with open(passwd, "a") as f:  # in place, as a bind mount of a file needs
+        f.write("boxd-late-user:x:4242:4242::/tmp:/bin/sh\n")
+    late = {"user": "boxd-late-user", "cwd": "/"}  # the test's dirs are root's alone
+    assert ok(box, "id -u; id -g; echo $HOME", **late)["stdout"] == "4242\n4242\n/tmp\n"
+    assert ok(box, "id -u", **late)["stdout"] == "4242\n"  # kept
+    # The same size: only the file's times tell. They tick in milliseconds.
+    time.sleep(0.05)
+    passwd.write_text(passwd.read_text().replace("boxd-late-user:x:4242:", "boxd-late-user:x:4343:"))
+    assert ok(box, "id -u", **late)["stdout"] == "4343\n"
+    assert ok(box, "id -u", user="4242", cwd="/")["stdout"] == "4242\n"  # a uid without an entry
+
+
 def test_kept_results_past_the_byte_bound_go_oldest_first(box):
     """64 MiB of captures are kept (exec.h): 9 of 8 MiB leave the oldest out
     at the next start, and only it."""
