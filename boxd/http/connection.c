@@ -306,6 +306,18 @@ static void answered(struct http_conn *conn)
 	later_soon(conn);
 }
 
+/* A whole answer goes to the socket at once: left to the bufferevent it
+ * would wait for the loop to report the socket writable, a turn of the loop
+ * (epoll_ctl, epoll_wait) on every request while the socket almost always
+ * has room. What does not fit is written by the bufferevent as before; an
+ * error is left for it to meet and report (on_event). */
+static void send_now(struct http_conn *conn)
+{
+	struct evbuffer *out = bufferevent_get_output(conn->bev);
+	if (!conn->dead && evbuffer_get_length(out) > 0)
+		evbuffer_write(out, conn->fd);
+}
+
 void http_conn_respond(struct http_conn *conn, int status, const char *headers,
 		       const void *body, size_t length)
 {
@@ -315,6 +327,7 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers,
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
 	if (!conn->is_head_method && length)
 		evbuffer_add(out, body, length);
+	send_now(conn);
 	answered(conn);
 }
 
