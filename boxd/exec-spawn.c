@@ -39,7 +39,6 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <linux/sched.h>
 
 #include "clock.h"
 #include "fd-passing.h"
@@ -49,6 +48,7 @@
 #include "shim-protocol.h"
 #include "shim-spec.h"
 #include "text.h"
+#include "vfork-cgroup.h"
 #include "xalloc.h"
 
 #define SPARES 2
@@ -77,9 +77,27 @@ static struct spare {
 	int64_t born_ms;
 } spares[SPARES];
 
+struct shim_child {
+	int input, output;
+};
+
+/* In the child, sharing boxd's memory until execve (vfork-cgroup.h):
+ * system calls only. */
+__attribute__((no_sanitize_address)) static int shim_child_main(void *arg)
+{
+	const struct shim_child *fds = arg;
+	sigset_t none;
+	sigemptyset(&none);
+	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long)) < 0 ||
+	    dup2(fds->input, 0) < 0 || dup2(fds->output, 1) < 0 || dup2(fds->output, 2) < 0)
+		return 127;
+	char *argv[] = {"boxd-shim", "--spare", NULL};
+	execve(shim_program, argv, environ);
+	return 127;
+}
+
 /* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
- * process between cgroups later costs milliseconds. Between clone and exec
- * the child only calls async-signal-safe functions. */
+ * process between cgroups later costs milliseconds. */
 static pid_t spawn_into_cgroup(int input, int output)
 {
 	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -87,22 +105,11 @@ static pid_t spawn_into_cgroup(int input, int output)
 		dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC); /* trimmed while empty */
 	if (dir < 0)
 		return -1;
-	struct clone_args args = {.flags = CLONE_INTO_CGROUP | CLONE_VFORK,
-				  .exit_signal = SIGCHLD, .cgroup = (uint64_t)dir};
-	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		for (int s = 1; s < NSIG; s++)
-			signal(s, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0)
-			_exit(127);
-		char *argv[] = {"boxd-shim", "--spare", NULL};
-		execve(shim_program, argv, environ);
-		_exit(127);
-	}
+	struct shim_child fds = {input, output};
+	pid_t pid = vfork_into_cgroup(dir, shim_child_main, &fds);
+	int saved = errno;
 	close(dir);
+	errno = saved;
 	return pid;
 }
 
