@@ -20,7 +20,8 @@
  * costs two sleeping processes (the shim, about 0.9 MiB RSS and 0.1 MiB PSS,
  * and its seed), an empty state dir and an empty cgroup; all go when boxd
  * closes its channel or dies (a spare killed outright leaves them to the next
- * start's adoption, exec-adopt.c). */
+ * start's adoption, exec-adopt.c). Spares are forked by the maker (below),
+ * not started as programs, while it lives. */
 #include "exec-spawn.h"
 
 #include <errno.h>
@@ -44,6 +45,7 @@
 #include "fd-passing.h"
 #include "helpers.h"
 #include "log.h"
+#include "protect.h"
 #include "random-id.h"
 #include "shim-protocol.h"
 #include "shim-spec.h"
@@ -79,6 +81,7 @@ static struct spare {
 
 struct shim_child {
 	int input, output;
+	const char *mode; /* --spare, or --spares for the maker */
 };
 
 /* In the child, sharing boxd's memory until execve (vfork-cgroup.h):
@@ -91,21 +94,21 @@ __attribute__((no_sanitize_address)) static int shim_child_main(void *arg)
 	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long)) < 0 ||
 	    dup2(fds->input, 0) < 0 || dup2(fds->output, 1) < 0 || dup2(fds->output, 2) < 0)
 		return 127;
-	char *argv[] = {"boxd-shim", "--spare", NULL};
+	char *argv[] = {"boxd-shim", (char *)fds->mode, NULL};
 	execve(shim_program, argv, environ);
 	return 127;
 }
 
 /* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
  * process between cgroups later costs milliseconds. */
-static pid_t spawn_into_cgroup(int input, int output)
+static pid_t spawn_into_cgroup(int input, int output, const char *mode)
 {
 	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0 && errno == ENOENT && mkdir(shim_cgroup, 0755) == 0)
 		dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC); /* trimmed while empty */
 	if (dir < 0)
 		return -1;
-	struct shim_child fds = {input, output};
+	struct shim_child fds = {input, output, mode};
 	pid_t pid = vfork_into_cgroup(dir, shim_child_main, &fds);
 	int saved = errno;
 	close(dir);
@@ -113,12 +116,12 @@ static pid_t spawn_into_cgroup(int input, int output)
 	return pid;
 }
 
-/* Starts boxd-shim --spare with `input` as its stdin and `output` as its
- * stdout and stderr. Returns the pid of the first shim process (which
- * detaches and exits), or -1 with errno set. */
-static pid_t spawn_process(int input, int output)
+/* Starts boxd-shim `mode` with `input` as its stdin and `output` as its
+ * stdout and stderr. Returns its pid (for --spare that of the first shim
+ * process, which detaches and exits), or -1 with errno set. */
+static pid_t spawn_process(int input, int output, const char *mode)
 {
-	pid_t pid = shim_cgroup ? spawn_into_cgroup(input, output) : -1;
+	pid_t pid = shim_cgroup ? spawn_into_cgroup(input, output, mode) : -1;
 	if (pid >= 0)
 		return pid;
 	posix_spawn_file_actions_t actions;
@@ -128,12 +131,93 @@ static pid_t spawn_process(int input, int output)
 	posix_spawn_file_actions_adddup2(&actions, output, 2);
 	posix_spawnattr_t attributes;
 	helper_spawn_attributes(&attributes);
-	char *argv[] = {"boxd-shim", "--spare", NULL};
+	char *argv[] = {"boxd-shim", (char *)mode, NULL};
 	int failed = posix_spawn(&pid, shim_program, &actions, &attributes, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
 	posix_spawnattr_destroy(&attributes);
 	errno = failed;
 	return failed ? -1 : pid;
+}
+
+/* ---- the maker (shims/shim-maker.c) ----
+ *
+ * One boxd-shim --spares, started with the pool, forks every spare: a fork
+ * of a small idle process instead of an exec of the shim and glibc's start
+ * (0.4 ms of CPU per spare on a VM, its CPUID exits). Spares forked from it
+ * share its stack canary and address layout, as children of one parent do;
+ * it is made anew with the spares after a snapshot (exec_spawn_renew). If it
+ * ends, spares are started as programs of their own until it is made again,
+ * at the next spare's start after MAKER_RETRY_MS. */
+#define MAKER_RETRY_MS 5000
+
+static struct {
+	int control;  /* our end of its stdin; -1: none */
+	pid_t pid;
+	int64_t ended_ms;
+} maker = {.control = -1};
+
+/* Lets the maker go: it leaves at the end of its input (its exit, reaped
+ * on the loop, is then no news). */
+static void maker_let_go(void)
+{
+	if (maker.control >= 0)
+		close(maker.control);
+	maker.control = -1;
+	maker.pid = 0;
+}
+
+static void on_maker_exit(int status, void *arg)
+{
+	pid_t pid = (pid_t)(intptr_t)arg;
+	unprotect_process(pid);
+	if (pid != maker.pid)
+		return; /* let go before */
+	log_msg(LOG_LEVEL_WARNING, "the spare maker (boxd-shim --spares, pid %d) ended (status "
+		"%d): spares start as programs of their own for now", (int)pid, status);
+	maker_let_go();
+	maker.ended_ms = clock_monotonic_ms();
+}
+
+static void maker_start(void)
+{
+	if (maker.control >= 0 ||
+	    (maker.ended_ms && clock_monotonic_ms() - maker.ended_ms < MAKER_RETRY_MS))
+		return;
+	int pair[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+		return;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid = null >= 0 ? spawn_process(pair[1], null, "--spares") : -1;
+	if (null >= 0)
+		close(null);
+	close(pair[1]);
+	if (pid < 0) {
+		log_msg(LOG_LEVEL_WARNING, "cannot start the spare maker %s: %s", shim_program,
+			strerror(errno));
+		close(pair[0]);
+		maker.ended_ms = clock_monotonic_ms();
+		return;
+	}
+	maker.control = pair[0];
+	maker.pid = pid;
+	protect_process(pid);
+	helper_watch_exit(loop, pid, -1, on_maker_exit, (void *)(intptr_t)pid);
+}
+
+/* Has the maker fork a spare on `channel` (its end); false when there is no
+ * maker to ask. */
+static bool maker_make(int channel)
+{
+	maker_start();
+	if (maker.control < 0)
+		return false;
+	if (fd_passing_send(maker.control, channel, 's', MSG_DONTWAIT))
+		return true;
+	log_msg(LOG_LEVEL_WARNING, "the spare maker (pid %d) takes no more: %s", (int)maker.pid,
+		strerror(errno));
+	maker_let_go();
+	maker.ended_ms = clock_monotonic_ms();
+	return false;
 }
 
 /* Sends the preparation for `id`, with the seed's end of its socket. */
@@ -163,6 +247,26 @@ static bool send_prepare(int channel, const char *id, int seed)
 	return sent;
 }
 
+/* A shim on `channel` (its end): forked by the maker, else a program of
+ * its own. False with errno set when neither could be. */
+static bool start_shim(int channel)
+{
+	if (maker_make(channel))
+		return true;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid = null >= 0 ? spawn_process(channel, null, "--spare") : -1;
+	int failed = errno;
+	if (null >= 0)
+		close(null);
+	if (pid < 0) {
+		errno = failed;
+		return false;
+	}
+	/* The first process exits as soon as it has detached: reaped then. */
+	helper_watch_exit(loop, pid, -1, NULL, NULL);
+	return true;
+}
+
 /* A new shim told to prepare for `id`: its channel and the socket to its
  * seed (shim-protocol.h), or -1 with errno. */
 static int spawn_shim(const char *id, int *seed)
@@ -176,21 +280,16 @@ static int spawn_shim(const char *id, int *seed)
 		close(pair[1]);
 		return -1;
 	}
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	pid_t pid = null >= 0 ? spawn_process(channel[1], null) : -1;
+	bool started = start_shim(channel[1]);
 	int failed = errno;
 	close(channel[1]);
-	if (null >= 0)
-		close(null);
-	if (pid < 0) {
+	if (!started) {
 		close(channel[0]);
 		close(pair[0]);
 		close(pair[1]);
 		errno = failed;
 		return -1;
 	}
-	/* The first process exits as soon as it has detached: reaped then. */
-	helper_watch_exit(loop, pid, -1, NULL, NULL);
 	bool sent = send_prepare(channel[0], id, pair[1]);
 	failed = errno;
 	close(pair[1]);
@@ -389,6 +488,7 @@ void exec_spawn_stop(void)
 		event_free(refill);
 		refill = NULL;
 	}
+	maker_let_go();
 	/* Every spare sees the end of its channel, removes what it made and
 	 * leaves; its end closes when it is gone, and then its cgroups are. */
 	for (int i = 0; i < SPARES; i++)
@@ -415,7 +515,10 @@ void exec_spawn_renew(void)
 	/* Each spare sees the end of its channel and removes what it made (its
 	 * state dir, cgroups, seed) on its own; boxd need not wait for that.
 	 * The new ones draw new ids: the old ids were drawn before a snapshot
-	 * and would be handed out again by every box restored from it. */
+	 * and would be handed out again by every box restored from it. The
+	 * maker goes too: the spares it forks share its canary and layout. */
+	maker_let_go();
+	maker.ended_ms = 0;
 	for (int i = 0; i < SPARES; i++) {
 		struct spare *spare = &spares[i];
 		if (spare->channel < 0)

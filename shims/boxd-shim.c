@@ -1,7 +1,8 @@
 /* boxd-shim: the parent of one command, outliving boxd.
  *
  * boxd starts it as `boxd-shim --spare` with a socketpair as its stdin (the
- * channel, shim-protocol.h), ahead of need: the shim detaches at once, takes
+ * channel, shim-protocol.h), or has it forked by the spare maker
+ * (`--spares`, shim-maker.c), ahead of need: the shim detaches at once, takes
  * the preparation boxd sends (SHIM_MSG_PREPARE) and makes everything a start
  * needs that does not depend on the command (shim-prepare.c), then waits for
  * the spec's descriptor (SHIM_MSG_SPEC), so a command's start pays for
@@ -398,11 +399,18 @@ static void loop(struct shim *shim, int signal_fd)
 	}
 }
 
+/* A session of its own, and the subreaper of what it starts. A forked
+ * child is never a group leader, so setsid() always works: every shim leads
+ * its own session and process group, and no group signal aimed at a command
+ * or at another shim's group can reach it. */
+static void lead_session(void)
+{
+	setsid();
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
 /* Detaches from boxd: a fork so the shim is not boxd's child (boxd never has
- * to reap it, and its death does not touch the shim), then a session of its
- * own. The forked child is never a group leader, so setsid() always works:
- * every shim leads its own session and process group, and no group signal
- * aimed at a command or at another shim's group can reach it. */
+ * to reap it, and its death does not touch the shim), then its session. */
 static void detach(void)
 {
 	pid_t pid = fork();
@@ -412,8 +420,7 @@ static void detach(void)
 	}
 	if (pid > 0)
 		_exit(0);
-	setsid();
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	lead_session();
 }
 
 static int setup_signals(void)
@@ -638,6 +645,14 @@ static bool legacy_wait(struct shim *shim)
 
 int main(int argc, char **argv)
 {
+	/* The maker returns here only in a spare it forked (shim-maker.c): the
+	 * state below is made anew in each. */
+	int made_channel = -1;
+	bool made = argc == 2 && !strcmp(argv[1], "--spares");
+	if (made && !maker_run(&made_channel))
+		return 0;
+	if (made) /* ps shows a spare as one, not as the maker */
+		argv[1][strlen("--spare")] = '\0';
 	struct shim *shim = &shim_state;
 	*shim = (struct shim){.stdin_fd = -1, .listen_fd = -1, .guard_fd = -1, .channel = -1};
 	shim->log.fd = -1;
@@ -649,16 +664,21 @@ int main(int argc, char **argv)
 	shim->err.kind = SHIM_MSG_STDERR;
 	if (argc == 2 && !strcmp(argv[1], "--keep-cgroup"))
 		return keep_cgroup();
-	bool spare = argc == 2 && !strcmp(argv[1], "--spare");
+	bool spare = made || (argc == 2 && !strcmp(argv[1], "--spare"));
 	if (argc > 1 && !spare) {
 		fprintf(stderr, "usage: boxd-shim --spare (started by boxd: the channel on stdin; see "
 			"shim-protocol.h)\n"
+			"       boxd-shim --spares (started by boxd: forks a --spare for each channel "
+			"it is sent on stdin)\n"
 			"       boxd-shim < SPEC (the same, as boxd did before the channel)\n"
 			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");
 		return 2;
 	}
 	int signal_fd = setup_signals();
-	if (spare) {
+	if (made) {
+		shim->channel = made_channel;
+		lead_session(); /* the maker's child already, not boxd's */
+	} else if (spare) {
 		shim->channel = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
 		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		dup2(null, STDIN_FILENO);

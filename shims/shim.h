@@ -205,6 +205,11 @@ void guard_answer(struct shim *shim);
 /* Stop: the command's whole tree gets `signal`, then SIGKILL after grace_ms. */
 void shim_stop(struct shim *shim, int signal, int64_t grace_ms);
 
+/* shim-maker.c: `boxd-shim --spares`. Returns only in a spare forked for
+ * boxd, true, with its channel in *channel (stdin is /dev/null); false when
+ * boxd is gone (the maker then exits). */
+bool maker_run(int *channel);
+
 /* shim-keep.c: `boxd-shim --keep-cgroup`, boxd-commands.service's process. */
 int keep_cgroup(void);
 

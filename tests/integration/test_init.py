@@ -167,13 +167,19 @@ def test_an_init_replaces_the_spare_shims(initbox):
     then, would serve the next commands of every box restored from it, under
     the same ids: after an init new ones wait instead, with new ids."""
     from conftest import wait_for
-    from test_spares import spares, two_spares
+    from test_spares import maker, parent, spares, two_spares
     before = two_spares(initbox)
+    old_maker = maker(initbox)
     assert initbox.call("POST", "/v1/init", {"unixMs": now_ms()})[1]["applied"]
     after = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
                               not set(s) & set(before) else None)(spares(initbox)),
                      what="two new spare shims, the old ones gone")
     assert not set(after.values()) & set(before.values()), (before, after)
+    # Their maker too: what it forks shares its canary and address layout.
+    new_maker = wait_for(lambda: (lambda m: m if m and m != old_maker else None)(maker(initbox)),
+                         what="a new spare maker")
+    wait_for(lambda: not os.path.exists(f"/proc/{old_maker}"), what="the old maker to leave")
+    assert all(parent(pid) == new_maker for pid in after), (new_maker, after)
     # A new spare serves the next command, under its new id.
     result = initbox.call("POST", "/v1/exec", {"cmd": "echo served"})[1]
     assert result["stdout"] == "served\n", result

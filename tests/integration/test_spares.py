@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 from conftest import BUILD_DIR, wait_for
 from exec_helpers import alive, box, ok, proc, read_fields, start_bg, wait_exited  # noqa: F401
@@ -25,7 +26,8 @@ def spares(boxd):
     for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
         pid = int(cmdline.split("/")[2])
         try:
-            if open(cmdline, "rb").read() != b"boxd-shim\0--spare\0":
+            # Forked by the maker (`--spares`), a spare ends its argv at `--spare`.
+            if open(cmdline, "rb").read().rstrip(b"\0").split(b"\0") != [b"boxd-shim", b"--spare"]:
                 continue
             targets = [os.readlink(fd) for fd in glob.glob(f"/proc/{pid}/fd/*")]
         except OSError:
@@ -63,6 +65,29 @@ def two_spares(boxd):
     briefly two processes holding one id)."""
     return wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 else None)(
         spares(boxd)), timeout=10, what="two spare shims")
+
+
+def parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
+
+
+def maker(boxd):
+    """The pid of this boxd's spare maker (`boxd-shim --spares`, its child),
+    or None."""
+    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
+        pid = int(cmdline.split("/")[2])
+        try:
+            if open(cmdline, "rb").read() != b"boxd-shim\0--spares\0":
+                continue
+        except OSError:
+            continue
+        if parent(pid) == boxd.proc.pid and alive(pid):
+            return pid
+    return None
 
 
 def cgroup_base(boxd):
@@ -119,6 +144,36 @@ def test_killed_spares_are_replaced_and_commands_still_run(box):
     for spare_id in ready.values():
         assert not os.path.exists(os.path.join(box.run_dir, "procs", spare_id))
         assert not os.path.exists(os.path.join(box.work_dir, ".sbx", "logs", spare_id + ".log"))
+
+
+def test_spares_are_forked_by_the_maker_out_of_a_commands_reach(box):
+    ready = two_spares(box)
+    made_by = maker(box)
+    assert made_by and all(parent(pid) == made_by for pid in ready), (made_by, ready)
+    body = ok(box, f"kill -9 {made_by}; echo $?; kill -TERM -{made_by}; echo $?")
+    assert body["stdout"] == "1\n1\n", body
+    assert alive(made_by)
+
+
+def test_a_killed_maker_changes_nothing_for_the_commands(box):
+    """Spares start as programs of their own until the maker is made again
+    (5 s after it ended, at the next spare's start)."""
+    two_spares(box)
+    first = maker(box)
+    os.kill(first, signal.SIGKILL)
+    wait_for(lambda: not alive(first), what="the maker to die")
+    for i in range(4):
+        assert ok(box, f"echo run {i}")["stdout"] == f"run {i}\n"
+    ready = two_spares(box)
+    assert maker(box) is None and not any(parent(pid) == first for pid in ready)
+    assert "the spare maker" in box.log()
+    time.sleep(5.2)
+    for i in range(3):
+        assert ok(box, f"echo again {i}")["stdout"] == f"again {i}\n"
+    second = wait_for(lambda: maker(box), what="a new maker")
+    assert second != first
+    wait_for(lambda: (lambda s: s if len(s) == 2 and all(parent(p) == second for p in s)
+                      else None)(spares(box)), what="spares forked by the new maker")
 
 
 def test_a_spare_whose_cgroup_was_removed_still_confines_its_command(box):
@@ -224,8 +279,10 @@ def test_spares_leave_nothing_behind(boxd_factory):
     for how in (signal.SIGTERM, signal.SIGKILL):
         instance = boxd_factory()
         ready = two_spares(instance)
+        made_by = maker(instance)
         instance.kill(how)
-        wait_for(lambda: not any(alive(pid) for pid in ready), what="the spares to leave")
+        wait_for(lambda: not any(alive(pid) for pid in list(ready) + [made_by]),
+                 what="the spares and their maker to leave")
         assert _spare_leftovers(instance, ready.values()) == [], how
 
 
