@@ -648,8 +648,9 @@ int main(int argc, char **argv)
 	/* The maker returns here only in a spare it forked (shim-maker.c): the
 	 * state below is made anew in each. */
 	int made_channel = -1;
+	void *made_filter = NULL;
 	bool made = argc == 2 && !strcmp(argv[1], "--spares");
-	if (made && !maker_run(&made_channel))
+	if (made && !maker_run(&made_channel, &made_filter))
 		return 0;
 	if (made) /* ps shows a spare as one, not as the maker */
 		argv[1][strlen("--spare")] = '\0';
@@ -657,6 +658,7 @@ int main(int argc, char **argv)
 	*shim = (struct shim){.stdin_fd = -1, .listen_fd = -1, .guard_fd = -1, .channel = -1};
 	shim->log.fd = -1;
 	prepare_init(shim);
+	shim->prep.guard_filter = made_filter; /* NULL: prepare() compiles it */
 	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
 		shim->clients[i].fd = -1;
 	shim->out.fd = shim->err.fd = -1;

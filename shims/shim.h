@@ -206,9 +206,10 @@ void guard_answer(struct shim *shim);
 void shim_stop(struct shim *shim, int signal, int64_t grace_ms);
 
 /* shim-maker.c: `boxd-shim --spares`. Returns only in a spare forked for
- * boxd, true, with its channel in *channel (stdin is /dev/null); false when
- * boxd is gone (the maker then exits). */
-bool maker_run(int *channel);
+ * boxd, true, with its channel in *channel (stdin is /dev/null) and the
+ * compiled guard filter (guard_prepare, NULL if it failed) in *guard_filter;
+ * false when boxd is gone (the maker then exits). */
+bool maker_run(int *channel, void **guard_filter);
 
 /* shim-keep.c: `boxd-shim --keep-cgroup`, boxd-commands.service's process. */
 int keep_cgroup(void);
