@@ -4,15 +4,15 @@
  * A spare started as a program of its own costs an exec of this binary and
  * glibc's start (which asks the CPU for its features and caches with CPUID:
  * on a VM each is an exit to the hypervisor, 0.4 ms of CPU per start on the
- * development machines), then a fork to leave boxd. boxd starts the maker
- * once (boxd/exec-spawn.c) and sends it one message per spare, the spare's
- * channel (SCM_RIGHTS); the maker forks, and the child goes on in main() as
- * `boxd-shim --spare` would after its detaching fork: the same process state
- * (the maker does nothing else), not boxd's child, in a session of its own,
- * with the signal guard's filter compiled (by the maker, once: libseccomp
- * takes a few hundred microseconds to build it).
- * The maker ignores SIGCHLD, so the kernel reaps the spares it made when
- * they end. It exits when boxd closes its end, or dies. */
+ * machine of docs/performance.md), then a fork to leave boxd. boxd starts
+ * the maker once (boxd/exec-spawn.c) and sends it one message per spare, the
+ * spare's channel (SCM_RIGHTS); the maker forks, and the child goes on in
+ * main() as `boxd-shim --spare` would after its detaching fork: the same
+ * process state (the maker does nothing else), not boxd's child, in a
+ * session of its own, with the signal guard's filter compiled (by the maker,
+ * once: libseccomp takes a few hundred microseconds to build it). The maker
+ * ignores SIGCHLD, so the kernel reaps the spares it made when they end. It
+ * exits when boxd closes its end, or dies. */
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
