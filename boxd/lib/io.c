@@ -6,11 +6,11 @@
 
 #include "xalloc.h"
 
-bool io_write_all(int fd, const void *data, size_t length)
+/* The loop of both: pwrite at `offset`, or write when `offset` is < 0. */
+static bool write_loop(int fd, const char *at, size_t length, off_t offset)
 {
-	const char *at = data;
 	while (length > 0) {
-		ssize_t n = write(fd, at, length);
+		ssize_t n = offset < 0 ? write(fd, at, length) : pwrite(fd, at, length, offset);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -20,27 +20,24 @@ bool io_write_all(int fd, const void *data, size_t length)
 		}
 		at += n;
 		length -= (size_t)n;
+		if (offset >= 0)
+			offset += n;
 	}
 	return true;
 }
 
+bool io_write_all(int fd, const void *data, size_t length)
+{
+	return write_loop(fd, data, length, -1);
+}
+
 bool io_pwrite_all(int fd, const void *data, size_t length, off_t offset)
 {
-	const char *at = data;
-	while (length > 0) {
-		ssize_t n = pwrite(fd, at, length, offset);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = ENOSPC;
-			return false;
-		}
-		at += n;
-		length -= (size_t)n;
-		offset += n;
+	if (offset < 0) {
+		errno = EINVAL; /* as pwrite says */
+		return false;
 	}
-	return true;
+	return write_loop(fd, data, length, offset);
 }
 
 bool io_read_full(int fd, void *buffer, size_t length)
