@@ -108,6 +108,12 @@ static bool lookup(const char *given, struct user_entry *entry)
 	unsigned long uid = strtoul(given, &end, 10);
 	bool numeric = *given && !*end;
 	struct passwd *pw = numeric ? getpwuid((uid_t)uid) : getpwnam(given);
+	if (!pw && numeric) {
+		/* A uid without an entry: that uid, the same gid, no groups. */
+		*entry = (struct user_entry){.name = xstrdup(given), .uid = (uid_t)uid,
+					     .gid = (gid_t)uid, .home = xstrdup("/")};
+		return true;
+	}
 	if (!pw)
 		return false;
 	entry->name = xstrdup(pw->pw_name);

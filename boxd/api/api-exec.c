@@ -82,19 +82,17 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 		return false;
 	}
 	const struct user_entry *entry = users_find(given);
-	char *end;
-	unsigned long uid = strtoul(given, &end, 10);
-	if (!entry && (!*given || *end)) {
+	if (!entry) {
 		api_reply_bad_request(req, "unknown user %s: give a name from /etc/passwd or a uid", given);
 		return false;
 	}
-	r->user = xstrdup(entry ? entry->name : given);
-	r->uid = entry ? entry->uid : (uid_t)uid;
-	r->gid = entry ? entry->gid : (gid_t)uid;
-	r->home = xstrdup(entry ? entry->home : "/");
-	r->group_count = entry ? entry->group_count : 0;
+	r->user = xstrdup(entry->name);
+	r->uid = entry->uid;
+	r->gid = entry->gid;
+	r->home = xstrdup(entry->home);
+	r->group_count = entry->group_count;
 	r->groups = xmalloc((r->group_count ? r->group_count : 1) * sizeof *r->groups);
-	if (entry)
+	if (entry->group_count)
 		memcpy(r->groups, entry->groups, entry->group_count * sizeof *r->groups);
 	return true;
 }
