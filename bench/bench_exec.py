@@ -98,6 +98,9 @@ def shim_pids(run_dir):
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import burners, percentile, row  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+from live_helpers import cpu_seconds  # noqa: E402
+
 
 def alternate(conn, rounds, body=None, baseline=("bash", "-c", "true"), capture=False):
     """`rounds` pairs: one exec through the API, then the baseline as a
@@ -136,24 +139,18 @@ def machine_cpu_seconds():
     return (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / os.sysconf("SC_CLK_TCK")
 
 
-def process_cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def back_to_back(run, rounds, boxd_pid):
     """`rounds` calls of `run` in a row, then what the machine does after
     (a spare made after the last answer): seconds of wall, of the machine's
     CPU and of boxd's own, each per call."""
     time.sleep(0.3)
-    machine, own, t = machine_cpu_seconds(), process_cpu_seconds(boxd_pid), time.perf_counter()
+    machine, own, t = machine_cpu_seconds(), cpu_seconds(boxd_pid), time.perf_counter()
     for _ in range(rounds):
         run()
     wall = time.perf_counter() - t
     time.sleep(0.3)
     return (wall / rounds, (machine_cpu_seconds() - machine) / rounds,
-            (process_cpu_seconds(boxd_pid) - own) / rounds)
+            (cpu_seconds(boxd_pid) - own) / rounds)
 
 
 def bench_cpu(conn, boxd_pid, rounds=500):

@@ -15,11 +15,11 @@ import subprocess
 import sys
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, children_named, percentile, row
+from benchlib import BUILD_DIR, BenchBoxd, percentile, row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from live_helpers import Filler, LiveViewer, cpu_seconds, decoded_colours, near  # noqa: E402
-from screen_helpers import Xvfb  # noqa: E402
+from screen_helpers import Xvfb, children_named  # noqa: E402
 
 PATTERN = os.path.join(BUILD_DIR, "tests", "screen-pattern")
 SECONDS = 10

@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, burners, children_named, row
+from benchlib import BUILD_DIR, BenchBoxd, burners, row
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from live_helpers import cpu_seconds  # noqa: E402
-from screen_helpers import Xvfb  # noqa: E402
+from screen_helpers import Xvfb, children_named  # noqa: E402
 
 LATENCY = os.path.join(BUILD_DIR, "bench", "latency")
 PATTERN = os.path.join(BUILD_DIR, "tests", "screen-pattern")

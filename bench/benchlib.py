@@ -16,22 +16,6 @@ def row(name, boxd, baseline, ratio):
     print(f"{name:<44} | {boxd:>14} | {baseline:>14} | {ratio}", flush=True)
 
 
-def children_named(parent, name):
-    """The pids of `parent`'s children called `name` (their comm)."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and comm == name:
-            found.append(int(pid))
-    return found
-
-
 def burners():
     """A busy loop on every core (no forks of its own), at normal priority:
     a loaded box. Kill and wait for each when done."""

@@ -195,21 +195,27 @@ class Display:
         return int(values["X"]), int(values["Y"])
 
 
-def worker_pid(boxd):
-    """boxd's screen worker (its child named boxd-screen), or None."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+def children_named(parent, name):
+    """The pids of `parent`'s live children called `name` (their comm; no
+    zombie)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{pid}/comm") as f:
-                name = f.read().strip()
+                comm = f.read().strip()
         except OSError:
             continue
-        if int(fields[1]) == boxd.proc.pid and name == "boxd-screen" and fields[0] != "Z":
-            return int(pid)
-    return None
+        if int(fields[1]) == parent and comm == name and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+def worker_pid(boxd):
+    """boxd's screen worker (its child named boxd-screen), or None."""
+    found = children_named(boxd.proc.pid, "boxd-screen")
+    return found[0] if found else None
 
 
 def decode_rgb(image_bytes):
