@@ -76,10 +76,29 @@ def shim_states(boxd):
     """(meta fields) of every state dir, as dicts of the simple fields."""
     states = []
     for meta_path in glob.glob(os.path.join(boxd.run_dir, "procs", "*", "meta")):
-        fields = read_fields(meta_path)
+        try:
+            fields = read_fields(meta_path)
+        except FileNotFoundError:  # a result forgotten since the glob
+            continue
         fields["ended"] = os.path.exists(os.path.join(os.path.dirname(meta_path), "exit"))
         states.append(fields)
     return states
+
+
+def files_under(top):
+    """(path, bytes) of every regular file under `top` that is still there
+    when read: a running boxd's run dir changes under a walk (spares come and
+    go, staged files are renamed into place)."""
+    for directory, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(directory, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, "rb") as f:
+                    yield path, f.read()
+            except FileNotFoundError:
+                continue
 
 
 def read_fields(path):

@@ -82,14 +82,21 @@ def member(name, kind=tarfile.REGTYPE, data=None, mode=0o644, linkname=""):
 
 def snapshot(root, skip):
     """{path: (mode, size, mtime_ns, content hash)} of everything under root
-    except the `skip` subtree, to prove nothing outside dest changed."""
+    except the `skip` subtrees (paths boxd itself changes as it runs: its run
+    dir, where spares come and go, and its log), to prove nothing else changed."""
+    skip = tuple(os.path.abspath(path) for path in skip)
+
+    def skipped(path):
+        path = os.path.abspath(path)
+        return any(path == s or path.startswith(s + os.sep) for s in skip)
+
     seen = {}
     for directory, dirs, files in os.walk(root):
-        if os.path.abspath(directory).startswith(os.path.abspath(skip)):
+        if skipped(directory):
             continue
         for name in dirs + files:
             path = os.path.join(directory, name)
-            if os.path.abspath(path).startswith(os.path.abspath(skip)):
+            if skipped(path):
                 continue
             st = os.lstat(path)
             seen[path] = (st.st_mode, st.st_size, st.st_mtime_ns, entry_hash(path))

@@ -2,6 +2,8 @@
 import json
 import os
 
+from exec_helpers import files_under
+
 
 def test_nul_in_cmd_is_refused(boxd):
     body = '{"cmd": "echo a\\u0000; echo b"}'
@@ -242,8 +244,7 @@ def test_kept_results_are_bounded_in_bytes(boxd):
     assert boxd.call("GET", f"/v1/exec/{ids[0]}")[0] == 404
     assert boxd.call("GET", f"/v1/exec/{ids[2]}")[0] == 200
     procs_dir = os.path.join(boxd.run_dir, "procs")
-    total = sum(os.path.getsize(os.path.join(root, name))
-                for root, _, names in os.walk(procs_dir) for name in names)
+    total = sum(len(data) for _, data in files_under(procs_dir))
     assert total <= (64 << 20) + (1 << 20), total
     assert not os.path.exists(os.path.join(procs_dir, ids[0]))
 

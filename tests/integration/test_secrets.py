@@ -12,7 +12,7 @@ import urllib.parse
 import pytest
 
 from conftest import assert_error, wait_for
-from exec_helpers import box, stream  # noqa: F401 (box is a fixture)
+from exec_helpers import box, files_under, stream  # noqa: F401 (box is a fixture)
 
 S1 = "tok-4f9a2c-SECRET-value"
 S2 = "p@ss w/rd:2026+x"
@@ -247,16 +247,9 @@ def test_no_file_holds_a_value(boxd):
     forms = []
     for value in secrets.values():
         forms += [value.encode(), base64.b64encode(value.encode())[:-4]]
-    for top in (boxd.root,):
-        for dirpath, _, files in os.walk(top):
-            for name in files:
-                path = os.path.join(dirpath, name)
-                if os.path.islink(path) or not os.path.isfile(path):
-                    continue
-                with open(path, "rb") as f:
-                    data = f.read()
-                for form in forms:
-                    assert form not in data, (path, form)
+    for path, data in files_under(boxd.root):
+        for form in forms:
+            assert form not in data, (path, form)
 
 
 def test_boxctl_secrets(sboxd):
@@ -409,12 +402,8 @@ def test_proc_note_cwd_and_request_id_are_masked(sbox):
         assert response.status == 200, response.body
         assert response.headers["x-request-id"] == "****"
     # The command's state files do not hold the cwd either.
-    for dirpath, _, files in os.walk(sbox.run_dir):
-        for name in files:
-            path = os.path.join(dirpath, name)
-            if os.path.isfile(path) and not os.path.islink(path):
-                with open(path, "rb") as f:
-                    assert TOKEN.encode() not in f.read(), path
+    for path, data in files_under(sbox.run_dir):
+        assert TOKEN.encode() not in data, path
     sbox.call("POST", "/v1/procs/%s/stop" % bg_id)
 
 
