@@ -259,8 +259,8 @@ static bool record_grab_and_encode(struct record *record, int64_t slot, bool *st
 				   size_t error_size)
 {
 	/* Read before the grab: whatever is drawn after it moves it on. */
-	uint64_t generation = screen_damage_generation(record->screen);
-	struct screen_cursor *cursor = screen_cursor_get(record->screen);
+	struct screen_cursor *cursor;
+	uint64_t generation = screen_look(record->screen, &cursor);
 	*still = record_still(record, cursor, generation);
 	if (*still) {
 		screen_cursor_free(cursor);

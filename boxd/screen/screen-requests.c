@@ -105,8 +105,9 @@ static void shot_key_make(struct worker *worker, const struct shot_request *shot
 static bool shot_make(struct worker *worker, const struct shot_request *shot, int out_width,
 		      int out_height, bool *cached, int *status, char *error, size_t error_size)
 {
-	uint64_t generation = screen_damage_generation(worker->screen);
-	struct screen_cursor *cursor = shot->cursor ? screen_cursor_get(worker->screen) : NULL;
+	struct screen_cursor *cursor = NULL;
+	uint64_t generation = shot->cursor ? screen_look(worker->screen, &cursor)
+					   : screen_damage_generation(worker->screen);
 	struct shot_key key;
 	shot_key_make(worker, shot, cursor, generation, &key);
 	*cached = shot_cache_find(&worker->shots, &key) != NULL;

@@ -179,16 +179,33 @@ bool screen_has_damage(const struct screen *screen)
 	return screen->damage != 0;
 }
 
-uint64_t screen_damage_generation(struct screen *screen)
+/* The generation once a round trip has just been made: every report of a
+ * drawing the server did before it came in ahead of its reply, and is
+ * handled here, in whichever thread asks (Xlib locks the connection; the
+ * counter is atomic). */
+static uint64_t screen_generation_after_round_trip(struct screen *screen)
 {
 	if (!screen->damage)
 		return atomic_fetch_add(&screen->generation, 1) + 1;
-	/* A round trip: every report of a drawing the server did before this
-	 * call is then in Xlib's queue, and handled here, in whichever thread
-	 * asks (Xlib locks the connection; the counter is atomic). */
-	XSync(screen->display, False);
 	screen_handle_events(screen);
 	return atomic_load(&screen->generation);
+}
+
+uint64_t screen_damage_generation(struct screen *screen)
+{
+	if (screen->damage)
+		XSync(screen->display, False);
+	return screen_generation_after_round_trip(screen);
+}
+
+uint64_t screen_look(struct screen *screen, struct screen_cursor **cursor)
+{
+	*cursor = screen_cursor_get(screen);
+	/* The cursor's reply is the round trip (a third of a recording's
+	 * per-frame X traffic otherwise). */
+	if (*cursor)
+		return screen_generation_after_round_trip(screen);
+	return screen_damage_generation(screen);
 }
 
 /* Empties the damaged region so that the next drawing reports again, then

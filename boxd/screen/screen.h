@@ -85,4 +85,9 @@ void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y,
 void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image *image,
 			int origin_x, int origin_y);
 
+/* The damage generation and the pointer's cursor (NULL without XFixes) as
+ * one reading, in one round trip instead of two: what a grab that follows
+ * is compared with. */
+uint64_t screen_look(struct screen *screen, struct screen_cursor **cursor);
+
 #endif

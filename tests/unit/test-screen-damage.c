@@ -83,6 +83,46 @@ static void test_generation(const char *name)
 	screen_close(screen);
 }
 
+/* screen_look: the same generations from the cursor's round trip alone,
+ * with the pointer read in it (moving it draws nothing). */
+static void test_look(const char *name)
+{
+	char error[256];
+	struct screen *screen = screen_open(name, error, sizeof error);
+	CHECKF(screen, "%s", error);
+	if (!screen)
+		return;
+	Display *other = XOpenDisplay(name);
+	Window root = DefaultRootWindow(other);
+	struct screen_cursor *cursor;
+	uint64_t first = screen_look(screen, &cursor);
+	CHECK(cursor != NULL);
+	screen_cursor_free(cursor);
+
+	XWarpPointer(other, None, root, 0, 0, 0, 0, 123, 45);
+	XSync(other, False);
+	CHECK(screen_look(screen, &cursor) == first);
+	int x = 0, y = 0;
+	unsigned long serial;
+	if (cursor)
+		screen_cursor_where(cursor, &x, &y, &serial);
+	CHECKF(x == 123 && y == 45, "the pointer read at %d,%d", x, y);
+	screen_cursor_free(cursor);
+
+	for (unsigned long colour = 0x0000ff; colour <= 0x0000ff << 2; colour <<= 1) {
+		draw(other, root, colour);
+		uint64_t after_draw = screen_look(screen, &cursor);
+		screen_cursor_free(cursor);
+		CHECKF(after_draw != first, "no change seen after a drawing (%llu)",
+		       (unsigned long long)first);
+		CHECK(screen_look(screen, &cursor) == after_draw);
+		screen_cursor_free(cursor);
+		first = after_draw;
+	}
+	XCloseDisplay(other);
+	screen_close(screen);
+}
+
 int main(void)
 {
 	char name[32];
@@ -91,6 +131,7 @@ int main(void)
 		return 1;
 	}
 	test_generation(name);
+	test_look(name);
 	kill(xvfb_pid, SIGTERM);
 	waitpid(xvfb_pid, NULL, 0);
 	return check_done("screen-damage");
