@@ -58,17 +58,6 @@ def call(conn, method, path, obj=None):
     return response.status, json.loads(response.read() or b"null")
 
 
-def rss_kib(pid, field="VmRSS"):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def pss_kib(pid):
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -96,7 +85,7 @@ def shim_pids(run_dir):
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import burners, percentile, row  # noqa: E402
+from benchlib import burners, percentile, row, status_kib  # noqa: E402
 
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 from live_helpers import cpu_seconds  # noqa: E402
@@ -228,8 +217,8 @@ def bench_throughput(conn, boxd_pid, run_dir, work):
 
     def sample():
         while not done.is_set():
-            total = rss_kib(boxd_pid) + sum(rss_kib(p) for p in shim_pids(run_dir)
-                                            if os.path.exists(f"/proc/{p}"))
+            total = status_kib(boxd_pid) + sum(status_kib(p) for p in shim_pids(run_dir)
+                                                  if os.path.exists(f"/proc/{p}"))
             peak[0] = max(peak[0], total)
             time.sleep(0.05)
 
@@ -263,7 +252,7 @@ def bench_many(conn, run_dir):
     started = time.perf_counter() - t
     status, health = call(conn, "GET", "/v1/health")
     pids = [p for p in shim_pids(run_dir) if os.path.exists(f"/proc/{p}")]
-    rss = statistics.mean(rss_kib(p) for p in pids)
+    rss = statistics.mean(status_kib(p) for p in pids)
     pss = statistics.mean(pss_kib(p) for p in pids)
     row("500 background jobs at once", f"{health['procs']['running']} running",
         f"{started:.1f} s to start", "")

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from benchlib import BenchBoxd, percentile, row
+from benchlib import BenchBoxd, percentile, row, status_kib
 
 UPLOAD_MIB = int(os.environ.get("BENCH_UPLOAD_MIB", "1024"))
 CACHE = os.environ.get("BOXD_BENCH_CACHE", "/var/tmp/boxd-bench")
@@ -28,14 +28,6 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(self.timeout)
         self.sock.connect(self.path)
-
-
-def status_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def make_archive(mib):

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import BUILD_DIR, BenchBoxd, burners, row
+from benchlib import BUILD_DIR, BenchBoxd, burners, row, status_kib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "integration"))
 from live_helpers import cpu_seconds  # noqa: E402
@@ -91,14 +91,6 @@ def curl_shot(socket_path, query, out):
                     f"http://boxd/v1/screen/shot{query}"], check=True)
 
 
-def rss_kib(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return int(f.read().split("VmRSS:")[1].split()[0])
-    except (OSError, IndexError):
-        return 0
-
-
 def shots(boxd, x, env, tmp):
     curl_shot(boxd.socket, "", os.path.join(tmp, "warm.png"))
     scrot_png = os.path.join(tmp, "scrot.png")
@@ -141,7 +133,7 @@ def shots(boxd, x, env, tmp):
     for i in range(40):
         shot_samples(boxd.socket, f"/v1/screen/shot?x={i % 2}&w=1279", 1)
     worker = children_named(boxd.proc.pid, "boxd-screen")[0]
-    row("worker RSS after shots (MiB)", f"{rss_kib(worker) / 1024:.1f}", "", "PNG, JPEG and scaled shots taken")
+    row("worker RSS after shots (MiB)", f"{status_kib(worker) / 1024:.1f}", "", "PNG, JPEG and scaled shots taken")
 
 
 def first_shot_ms(boxd):
@@ -167,9 +159,9 @@ def lifecycle(x):
     with BenchBoxd("--display", x.display, "--screen-idle", "2") as boxd:
         first_shot_ms(boxd)
         worker = children_named(boxd.proc.pid, "boxd-screen")[0]
-        busy = rss_kib(worker)
+        busy = status_kib(worker)
         time.sleep(1)
-        idle = rss_kib(worker)
+        idle = status_kib(worker)
         deadline = time.monotonic() + 10
         while children_named(boxd.proc.pid, "boxd-screen") and time.monotonic() < deadline:
             time.sleep(0.05)

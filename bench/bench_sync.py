@@ -108,13 +108,6 @@ def row(name, ours, theirs, target=""):
                  f"{ours / theirs:.3f}" + (f" (target <= {target})" if target else ""))
 
 
-def rss_kib(pid, field="VmRSS"):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(field):
-            return int(line.split()[1])
-    return -1
-
-
 def main():
     work = os.path.join(OUT, "work")
     tree = os.path.join(work, "tree")
@@ -131,7 +124,7 @@ def main():
                 break
             time.sleep(0.02)
         time.sleep(0.1)
-        idle = rss_kib(boxd.pid)
+        idle = benchlib.status_kib(boxd.pid)
         manifest = manifest_for(tree)
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs)
         shape = f"{len(manifest.splitlines())} files, {size / 1e6:.0f} MB"
@@ -156,8 +149,8 @@ def main():
         row(f"diff cold ({shape}) vs py re-read+sha1", min(cold_time), min(baseline), "0.6")
         row("diff warm vs py re-read+sha1", min(warm_time), min(baseline), "0.1")
         time.sleep(0.1)
-        peak = rss_kib(boxd.pid, "VmHWM")
-        after = rss_kib(boxd.pid)
+        peak = benchlib.status_kib(boxd.pid, "VmHWM")
+        after = benchlib.status_kib(boxd.pid)
         benchlib.row("sync: boxd RSS idle / after diffs / peak", f"{idle} KiB",
                      f"{after} / {peak} KiB", "")
         if sys.argv[1:] == ["diff"]:

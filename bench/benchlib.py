@@ -22,6 +22,19 @@ def burners():
     return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count())]
 
 
+def status_kib(pid, field="VmRSS"):
+    """A KiB field of /proc/PID/status (VmRSS, VmHWM, ...); 0 when the
+    process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
@@ -52,8 +65,7 @@ class BenchBoxd:
         return self
 
     def rss_kib(self):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            return int(f.read().split("VmRSS:")[1].split()[0])
+        return status_kib(self.proc.pid)
 
     def __exit__(self, *exc):
         self.proc.terminate()
