@@ -130,6 +130,17 @@ static int worker_sooner(int a, int b)
 
 /* ---- main ---- */
 
+/* The X connection, when this thread is the one to take events off it (-1
+ * otherwise). A recording's thread takes them every slot; with no live view
+ * to wake on damage, watching here too would wake this thread on every
+ * reply to the recording's round trips, only to contend for the display. */
+static int worker_x_fd(const struct worker *worker)
+{
+	if (!worker->screen || (worker->record && !worker_live_watched(worker)))
+		return -1;
+	return ConnectionNumber(screen_display(worker->screen));
+}
+
 static void worker_loop(struct worker *worker)
 {
 	for (;;) {
@@ -137,8 +148,7 @@ static void worker_loop(struct worker *worker)
 			{ .fd = worker->fd, .events = POLLIN },
 			{ .fd = worker->wake_fd, .events = POLLIN },
 			{ .fd = worker->watch_fd, .events = POLLIN },
-			{ .fd = worker->screen ? ConnectionNumber(screen_display(worker->screen)) : -1,
-			  .events = POLLIN },
+			{ .fd = worker_x_fd(worker), .events = POLLIN },
 		};
 		/* Damage this thread took off the connection: live views wake. */
 		if (worker->screen && screen_handle_events(worker->screen))
