@@ -26,9 +26,12 @@
 /* x264 settings: ultrafast with zerolatency (no lookahead, no B-frames: a
  * frame is coded as it comes, and the first answers record/start at once),
  * one thread (a second core does not lower the total CPU), a keyframe every
- * two seconds for seeking. */
+ * ten seconds of coded frames for seeking: near x264's own 250 frames. A
+ * keyframe of a page costs as much as a hundred frames that change a little:
+ * every two seconds made a moving screen's file 2.8 times as large for no
+ * CPU saved (docs/performance.md). Fragments are cut each second anyway. */
 #define RECORD_CRF "23"
-#define RECORD_KEYFRAME_SECONDS 2
+#define RECORD_KEYFRAME_SECONDS 10
 #define RECORD_FRAGMENT_US 1000000
 #define RECORD_NICE 5
 
