@@ -284,16 +284,17 @@ static bool live_convert(struct live *live, const struct screen_image *image, AV
 }
 
 /* One frame: grabs (the caller read the damage generation `generation`
- * first), and codes it at its place on the timeline, filling a gap first
- * (see the top of this file). */
-static bool live_frame(struct live *live, uint64_t generation, bool key, char *error,
-		       size_t error_size)
+ * and the pointer's `cursor` first, screen_look), and codes it at its place
+ * on the timeline, filling a gap first (see the top of this file). */
+static bool live_frame(struct live *live, uint64_t generation,
+		       const struct screen_cursor *cursor, bool key, char *error, size_t error_size)
 {
 	struct screen_image image;
 	if (!screen_grab(live->grabber, &image, error, error_size))
 		return false;
 	int64_t now = live_now_ms(live);
-	screen_draw_cursor(live->screen, &image, 0, 0);
+	if (cursor)
+		screen_cursor_draw(cursor, &image, 0, 0);
 	if (!live_convert(live, &image, live->spare, error, error_size))
 		return false;
 	live->generation = generation;
@@ -384,14 +385,19 @@ static void *live_thread(void *argument)
 			break;
 		bool key = atomic_load(&live->want_key) &&
 			   live_now_ms(live) >= live->last_key_pts + LIVE_KEY_MIN_GAP_MS;
-		uint64_t generation = screen_damage_generation(live->screen);
+		struct screen_cursor *cursor;
+		uint64_t generation = screen_look(live->screen, &cursor);
 		changed = generation != live->generation;
-		if (!changed && !key)
+		if (!changed && !key) {
+			screen_cursor_free(cursor);
 			continue;
+		}
 		if (key)
 			atomic_store(&live->want_key, false);
 		char error[256];
-		if (!live_frame(live, generation, key, error, sizeof error)) {
+		bool ok = live_frame(live, generation, cursor, key, error, sizeof error);
+		screen_cursor_free(cursor);
+		if (!ok) {
 			live_end_by_itself(live, error);
 			break;
 		}
@@ -424,9 +430,11 @@ static void live_free(struct live *live)
 	free(live);
 }
 
-static bool live_prepare(struct live *live, char *error, size_t error_size)
+/* Sizes the stream from a first grab, opens its encoder and output, and
+ * codes the first frame. */
+static bool live_start_stream(struct live *live, uint64_t generation,
+			      const struct screen_cursor *cursor, char *error, size_t error_size)
 {
-	uint64_t generation = screen_damage_generation(live->screen);
 	struct screen_image image;
 	if (!screen_grab(live->grabber, &image, error, error_size))
 		return false;
@@ -440,7 +448,16 @@ static bool live_prepare(struct live *live, char *error, size_t error_size)
 		return false;
 	live->start_us = clock_monotonic_us();
 	live->started_at = clock_now_ms();
-	return live_frame(live, generation, true, error, error_size);
+	return live_frame(live, generation, cursor, true, error, error_size);
+}
+
+static bool live_prepare(struct live *live, char *error, size_t error_size)
+{
+	struct screen_cursor *cursor;
+	uint64_t generation = screen_look(live->screen, &cursor);
+	bool ok = live_start_stream(live, generation, cursor, error, error_size);
+	screen_cursor_free(cursor);
+	return ok;
 }
 
 /* The RFC 6381 name of the stream, avc1.PPCCLL (profile, constraints,

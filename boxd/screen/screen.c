@@ -198,16 +198,6 @@ uint64_t screen_damage_generation(struct screen *screen)
 	return screen_generation_after_round_trip(screen);
 }
 
-uint64_t screen_look(struct screen *screen, struct screen_cursor **cursor)
-{
-	*cursor = screen_cursor_get(screen);
-	/* The cursor's reply is the round trip (a third of a recording's
-	 * per-frame X traffic otherwise). */
-	if (*cursor)
-		return screen_generation_after_round_trip(screen);
-	return screen_damage_generation(screen);
-}
-
 /* Empties the damaged region so that the next drawing reports again, then
  * moves the generation on. The subtract is queued on this connection before
  * anyone can read the new generation, so a grab made after reading it is
@@ -370,7 +360,8 @@ struct screen_cursor {
 	XFixesCursorImage *image;
 };
 
-struct screen_cursor *screen_cursor_get(struct screen *screen)
+/* NULL when the server has no XFixes. One round trip. */
+static struct screen_cursor *screen_cursor_get(struct screen *screen)
 {
 	if (!screen->has_xfixes)
 		return NULL;
@@ -419,12 +410,12 @@ void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image 
 	}
 }
 
-void screen_draw_cursor(struct screen *screen, struct screen_image *image, int origin_x,
-			int origin_y)
+uint64_t screen_look(struct screen *screen, struct screen_cursor **cursor)
 {
-	struct screen_cursor *cursor = screen_cursor_get(screen);
-	if (!cursor)
-		return;
-	screen_cursor_draw(cursor, image, origin_x, origin_y);
-	screen_cursor_free(cursor);
+	*cursor = screen_cursor_get(screen);
+	/* The cursor's reply is the round trip (a third of a recording's
+	 * per-frame X traffic otherwise). */
+	if (*cursor)
+		return screen_generation_after_round_trip(screen);
+	return screen_damage_generation(screen);
 }

@@ -66,17 +66,10 @@ bool screen_grab(struct screen_grabber *grabber, struct screen_image *image,
 /* True when the grabber uses XShm (for diagnostics and benchmarks). */
 bool screen_grabber_uses_shm(const struct screen_grabber *grabber);
 
-/* Draws the pointer's current cursor (XFixes) into `image`, whose top-left
- * pixel is at (origin_x, origin_y) on the screen. Does nothing when the
- * server has no XFixes. */
-void screen_draw_cursor(struct screen *screen, struct screen_image *image,
-			int origin_x, int origin_y);
-
-/* The pointer's cursor as one read gives it (one round trip): where it is
- * and which sprite it shows, and its picture to draw. NULL when the server
- * has no XFixes. Lets a caller key a cache on the same reading it draws. */
+/* The pointer's cursor as one read gives it (screen_look): where it is
+ * and which sprite it shows, and its picture to draw. Lets a caller key a
+ * cache on the same reading it draws. */
 struct screen_cursor;
-struct screen_cursor *screen_cursor_get(struct screen *screen);
 void screen_cursor_free(struct screen_cursor *cursor);
 /* The hot spot's position and the sprite's serial (a new number whenever
  * the sprite changes). */
