@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "protected.h"
 #include "shim.h"
 
 bool maker_run(int *channel, void **guard_filter)
@@ -32,8 +33,10 @@ bool maker_run(int *channel, void **guard_filter)
 	for (size_t i = 0; i < shim_ignored_signal_count; i++)
 		signal(shim_ignored_signals[i], SIG_IGN);
 	signal(SIGCHLD, SIG_IGN);
-	/* The same filter for every command: compiled once, here, for all. */
+	/* The same filter for every command: compiled once, here, for all;
+	 * the same for the cgroup mount each spare's protected entry names. */
 	void *filter = guard_prepare();
+	protected_warm();
 	for (;;) {
 		int fd = receive_fd(control, NULL);
 		if (fd < 0)

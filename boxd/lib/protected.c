@@ -65,28 +65,42 @@ pid_t protected_thread_group(pid_t tid)
 	return (pid_t)tgid;
 }
 
+/* Where cgroup v2 is mounted, looked up once a process (and inherited by
+ * its forks): mountinfo is long in a box that runs containers, and every
+ * spare shim adds itself. NULL while unknown. */
+static char *v2_mount;
+
+void protected_warm(void)
+{
+	if (v2_mount)
+		return;
+	struct cgroup_host host;
+	if (cgroup_discover(&host) && host.v2_mount) {
+		v2_mount = host.v2_mount;
+		host.v2_mount = NULL;
+	}
+	cgroup_host_free(&host);
+}
+
 /* The cgroup v2 dir `pid` lives in ("" when unknown). */
 static void home_cgroup(pid_t pid, char *dir, size_t size)
 {
 	dir[0] = '\0';
-	struct cgroup_host host;
-	if (!cgroup_discover(&host) || !host.v2_mount) {
-		cgroup_host_free(&host);
+	protected_warm();
+	if (!v2_mount)
 		return;
-	}
 	char path[64], line[PATH_MAX];
 	snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
 	FILE *file = fopen(path, "re");
 	while (file && fgets(line, sizeof line, file)) {
 		if (strncmp(line, "0::", 3) == 0) {
 			line[strcspn(line, "\n")] = '\0';
-			snprintf(dir, size, "%s%s", host.v2_mount, line + 3);
+			snprintf(dir, size, "%s%s", v2_mount, line + 3);
 			break;
 		}
 	}
 	if (file)
 		fclose(file);
-	cgroup_host_free(&host);
 }
 
 bool protected_add(const char *dir, pid_t pid)

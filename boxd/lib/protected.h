@@ -27,6 +27,9 @@ pid_t protected_thread_group(pid_t tid);
 /* The process group of `pid`, or 0. */
 pid_t protected_process_group(pid_t pid);
 
+/* Looks up now what protected_add needs of the system (where cgroup v2 is
+ * mounted), for this process and the processes it forks later. */
+void protected_warm(void);
 /* Adds `pid` to the directory (made 0700 if missing). False when it could
  * not be written (a full run dir): the process is then unprotected. */
 bool protected_add(const char *dir, pid_t pid);
