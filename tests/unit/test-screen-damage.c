@@ -56,11 +56,18 @@ static void draw(Display *display, Window window, unsigned long colour)
 	XSync(display, False);
 }
 
-static void test_generation(const char *name)
+/* boxd's connection to `name`, checked; NULL when it could not connect. */
+static struct screen *open_screen(const char *name)
 {
 	char error[256];
 	struct screen *screen = screen_open(name, error, sizeof error);
 	CHECKF(screen, "%s", error);
+	return screen;
+}
+
+static void test_generation(const char *name)
+{
+	struct screen *screen = open_screen(name);
 	if (!screen)
 		return;
 	CHECK(screen_has_damage(screen));
@@ -87,9 +94,7 @@ static void test_generation(const char *name)
  * with the pointer read in it (moving it draws nothing). */
 static void test_look(const char *name)
 {
-	char error[256];
-	struct screen *screen = screen_open(name, error, sizeof error);
-	CHECKF(screen, "%s", error);
+	struct screen *screen = open_screen(name);
 	if (!screen)
 		return;
 	Display *other = XOpenDisplay(name);
