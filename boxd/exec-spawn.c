@@ -139,6 +139,18 @@ static pid_t spawn_process(int input, int output, const char *mode)
 	return failed ? -1 : pid;
 }
 
+/* spawn_process with stdout and stderr on /dev/null. */
+static pid_t spawn_quiet(int input, const char *mode)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	pid_t pid = null >= 0 ? spawn_process(input, null, mode) : -1;
+	int failed = errno;
+	if (null >= 0)
+		close(null);
+	errno = failed;
+	return pid;
+}
+
 /* ---- the maker (shims/shim-maker.c) ----
  *
  * One boxd-shim --spares, started with the pool, forks every spare: a fork
@@ -166,6 +178,14 @@ static void maker_let_go(void)
 	maker.pid = 0;
 }
 
+/* The maker is gone or of no use: spares start as programs until it is
+ * made again, MAKER_RETRY_MS from now. */
+static void maker_lost(void)
+{
+	maker_let_go();
+	maker.ended_ms = clock_monotonic_ms();
+}
+
 static void on_maker_exit(int status, void *arg)
 {
 	pid_t pid = (pid_t)(intptr_t)arg;
@@ -174,8 +194,7 @@ static void on_maker_exit(int status, void *arg)
 		return; /* let go before */
 	log_msg(LOG_LEVEL_WARNING, "the spare maker (boxd-shim --spares, pid %d) ended (status "
 		"%d): spares start as programs of their own for now", (int)pid, status);
-	maker_let_go();
-	maker.ended_ms = clock_monotonic_ms();
+	maker_lost();
 }
 
 static void maker_start(void)
@@ -186,16 +205,14 @@ static void maker_start(void)
 	int pair[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
 		return;
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	pid_t pid = null >= 0 ? spawn_process(pair[1], null, "--spares") : -1;
-	if (null >= 0)
-		close(null);
+	pid_t pid = spawn_quiet(pair[1], "--spares");
+	int failed = errno;
 	close(pair[1]);
 	if (pid < 0) {
 		log_msg(LOG_LEVEL_WARNING, "cannot start the spare maker %s: %s", shim_program,
-			strerror(errno));
+			strerror(failed));
 		close(pair[0]);
-		maker.ended_ms = clock_monotonic_ms();
+		maker_lost();
 		return;
 	}
 	maker.control = pair[0];
@@ -215,8 +232,7 @@ static bool maker_make(int channel)
 		return true;
 	log_msg(LOG_LEVEL_WARNING, "the spare maker (pid %d) takes no more: %s", (int)maker.pid,
 		strerror(errno));
-	maker_let_go();
-	maker.ended_ms = clock_monotonic_ms();
+	maker_lost();
 	return false;
 }
 
@@ -253,15 +269,9 @@ static bool start_shim(int channel)
 {
 	if (maker_make(channel))
 		return true;
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	pid_t pid = null >= 0 ? spawn_process(channel, null, "--spare") : -1;
-	int failed = errno;
-	if (null >= 0)
-		close(null);
-	if (pid < 0) {
-		errno = failed;
+	pid_t pid = spawn_quiet(channel, "--spare");
+	if (pid < 0)
 		return false;
-	}
 	/* The first process exits as soon as it has detached: reaped then. */
 	helper_watch_exit(loop, pid, -1, NULL, NULL);
 	return true;
