@@ -13,6 +13,7 @@ import time
 
 from conftest import BUILD_DIR, wait_for
 from exec_helpers import alive, box, ok, proc, read_fields, start_bg, wait_exited  # noqa: F401
+from screen_helpers import children_named
 
 SHIM = os.path.join(BUILD_DIR, "shims", "boxd-shim")
 
@@ -78,15 +79,12 @@ def parent(pid):
 def maker(boxd):
     """The pid of this boxd's spare maker (`boxd-shim --spares`, its child),
     or None."""
-    for cmdline in glob.glob("/proc/[0-9]*/cmdline"):
-        pid = int(cmdline.split("/")[2])
+    for pid in children_named(boxd.proc.pid, "boxd-shim"):
         try:
-            if open(cmdline, "rb").read() != b"boxd-shim\0--spares\0":
-                continue
+            if open(f"/proc/{pid}/cmdline", "rb").read() == b"boxd-shim\0--spares\0":
+                return pid
         except OSError:
             continue
-        if parent(pid) == boxd.proc.pid and alive(pid):
-            return pid
     return None
 
 
