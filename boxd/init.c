@@ -272,8 +272,12 @@ bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *erro
 		return false;
 	const cJSON *unix_ms = cJSON_GetObjectItemCaseSensitive(request, "unixMs");
 	const cJSON *last = cJSON_GetObjectItemCaseSensitive(state, "unixMs");
-	if (unix_ms && cJSON_IsNumber(last) && unix_ms->valuedouble < last->valuedouble)
-		return true; /* older than the last one applied: a late duplicate */
+	/* Older than the last one applied, by no more than a call can be late:
+	 * a late duplicate. Older by more, the last one was not the host's
+	 * time (a clock set far ahead): the host's word now wins. */
+	if (unix_ms && cJSON_IsNumber(last) && unix_ms->valuedouble < last->valuedouble &&
+	    last->valuedouble - unix_ms->valuedouble <= INIT_LATE_MS)
+		return true;
 	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(request, "hosts");
 	if (hosts && !write_hosts(hosts, error, size))
 		return false;

@@ -20,6 +20,14 @@
  * by much: ahead means the caller's clock is the suspect one). */
 #define INIT_CLOCK_AHEAD_MS 5000
 
+/* An init older than the last one applied is a late duplicate (ignored)
+ * when it is older by at most this: no call of the control plane is late
+ * by more (its request timeout is shorter, and a retry that carries its
+ * X-Request-Id is replayed before it gets here). An init older by more
+ * applies: the last one cannot have carried the host's time, so no init
+ * with a time far ahead makes every later real one lose. */
+#define INIT_LATE_MS 60000
+
 /* `hosts_path`: the hosts file whose boxd block init rewrites. */
 void init_start(const char *run_dir, const char *hosts_path);
 
