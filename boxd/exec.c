@@ -756,6 +756,11 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 /* ---- start of boxd ---- */
 
 
+const char *exec_commands_cgroup(void)
+{
+	return cgroup_base;
+}
+
 static void prepare_cgroups(void)
 {
 	const struct boxd_config *config = settings;

@@ -84,6 +84,10 @@ void exec_init(struct event_base *base, const struct boxd_config *config);
 /* Removes boxd's cgroup dirs when no command is left in them. */
 void exec_shutdown(void);
 
+/* The cgroup v2 dir the commands' cgroups are made in (and the shims'),
+ * NULL without one. Valid from exec_init to exec_shutdown. */
+const char *exec_commands_cgroup(void);
+
 /* After an init (a claim, thaw or snapshot restore): the spare shims are
  * replaced, so that no process or id made before a snapshot and not yet
  * used serves a command after it (see exec_spawn_renew). */

@@ -46,8 +46,8 @@ bool keyring_save(const char *name, const char *data, size_t len, char *error, s
 		chunk_name(description, sizeof description, name, chunks);
 		long id = syscall(SYS_add_key, "user", description, data + at, n, KEY_SPEC_USER_KEYRING);
 		if (id < 0) {
-			snprintf(error, error_size, "the kernel keyring refused the secrets (%s); they will "
-				 "not survive a restart of boxd", strerror(errno));
+			snprintf(error, error_size, "the kernel keyring refused to keep %s (%s): it will "
+				 "not survive a restart of boxd", name, strerror(errno));
 			return false;
 		}
 		syscall(SYS_keyctl, KEYCTL_SETPERM, id, KEY_POS_ALL | KEY_USR_ALL);

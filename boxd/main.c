@@ -11,11 +11,13 @@
 
 #include "archive-client.h"
 #include "capabilities.h"
+#include "callers.h"
 #include "config.h"
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
 #include "init.h"
+#include "lock.h"
 #include "log.h"
 #include "notify.h"
 #include "protect.h"
@@ -23,6 +25,7 @@
 #include "screen-client.h"
 #include "secrets.h"
 #include "upload.h"
+#include "http/api.h"
 #include "http/server.h"
 
 static struct event_base *base;
@@ -108,12 +111,17 @@ static bool start_services(void)
 	screen_client_start_ahead();
 	upload_init(&config);
 	init_start(config.run_dir, config.hosts_file);
+	lock_init(config.run_dir);
 	if (!server_start(base, &config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
 	}
 	health_init(base, config.work_dir, config.run_dir, config.display);
 	exec_init(base, &config);
+	/* Once the commands' cgroup is known: the routes that act for the
+	 * control plane refuse commands from the first request on. */
+	callers_init(protect_dir(), exec_commands_cgroup());
+	api_set_command_check(callers_is_command);
 	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;

@@ -22,6 +22,6 @@ static void handle_init(struct api_request *req)
 }
 
 const struct api_route api_init_routes[] = {
-	{"POST", "/v1/init", API_IDEMPOTENT, 0, handle_init},
+	{"POST", "/v1/init", API_IDEMPOTENT | API_FOR_CONTROL, 0, handle_init},
 	{0},
 };

@@ -29,18 +29,27 @@ static void handle_put_lock(struct api_request *req)
 		return;
 	}
 	bool now_locked = cJSON_IsTrue(locked);
+	if (now_locked && lock_is_locked()) {
+		/* One takeover at a time, and its token goes to the call that
+		 * locked, once: a second caller must not think it has the screen. */
+		api_reply_error(req, 409, "conflict", "the screen is already locked (since %lld ms after "
+				"the epoch); hand it back with {\"locked\": false} before taking it again",
+				(long long)lock_since());
+		return;
+	}
 	if (now_locked != lock_is_locked()) {
 		lock_set(now_locked, text);
 		steps_add("lock", now_locked ? "a person took the screen%s%s" : "the screen was handed back%s%s",
 			  text ? ": " : "", text ? text : "");
 		log_msg(LOG_LEVEL_INFO, now_locked ? "locked: a person has the screen" : "unlocked");
-	} else if (now_locked) {
-		lock_set(true, text);
 	}
 	cJSON *reply = lock_to_json();
-	/* Only the call that locks hands out the token (a repeat keeps it). */
-	if (lock_token())
+	if (lock_token()) {
+		/* A repeat of this call's X-Request-Id gets the lock without its
+		 * token: the token is answered once, never kept. */
+		api_keep_instead(req, lock_to_json());
 		cJSON_AddStringToObject(reply, "token", lock_token());
+	}
 	api_reply_json(req, 200, reply);
 }
 
@@ -50,7 +59,7 @@ static void handle_get_lock(struct api_request *req)
 }
 
 const struct api_route api_lock_routes[] = {
-	{"PUT", "/v1/lock", API_IDEMPOTENT, 0, handle_put_lock},
+	{"PUT", "/v1/lock", API_IDEMPOTENT | API_FOR_CONTROL, 0, handle_put_lock},
 	{"GET", "/v1/lock", 0, 0, handle_get_lock},
 	{0},
 };

@@ -169,8 +169,8 @@ static void handle_put_env(struct api_request *req)
 }
 
 const struct api_route api_secrets_routes[] = {
-	{"PUT", "/v1/secrets", API_IDEMPOTENT, 0, handle_put_secrets},
+	{"PUT", "/v1/secrets", API_IDEMPOTENT | API_FOR_CONTROL, 0, handle_put_secrets},
 	{"GET", "/v1/secrets", 0, 0, handle_get_secrets},
-	{"PUT", "/v1/env/{}", API_IDEMPOTENT, 0, handle_put_env},
+	{"PUT", "/v1/env/{}", API_IDEMPOTENT | API_FOR_CONTROL, 0, handle_put_env},
 	{0},
 };

@@ -54,6 +54,8 @@ struct api_request {
 	struct request_id_entry *waiting; /* attached to a running X-Request-Id */
 	const char *resume; /* the resource an orphaned X-Request-Id made */
 	bool activity;      /* counted in health's calls in flight */
+	char *kept;         /* what the X-Request-Id memory keeps instead of the answer */
+	size_t kept_length;
 };
 
 /* What the server was started with (api_setup). */
@@ -74,6 +76,13 @@ void api_setup(struct event_base *base, const struct boxd_config *config)
 {
 	attached_base = base;
 	attached_config = config;
+}
+
+static bool (*command_check)(pid_t pid);
+
+void api_set_command_check(bool (*is_command)(pid_t pid))
+{
+	command_check = is_command;
 }
 
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
@@ -102,6 +111,7 @@ static void request_free(struct api_request *req)
 	if (req->memory && !req->memory->done)
 		request_ids_abandon(req->memory);
 	cJSON_Delete(req->json);
+	free(req->kept);
 	free(req->headers);
 	free(req->path);
 	http_head_free(&req->head);
@@ -173,6 +183,10 @@ static void remember_answer(struct api_request *req, int status, const char *con
 {
 	if (!req->memory)
 		return;
+	if (req->kept) {
+		data = req->kept;
+		length = req->kept_length;
+	}
 	request_ids_finish(req->memory, status, content_type, data, length, clock_monotonic_ms());
 	answer_waiters(req->memory, data, length);
 	req->memory = NULL;
@@ -226,6 +240,15 @@ void api_reply_bytes(struct api_request *req, int status, const char *content_ty
 {
 	remember_answer(req, status, content_type, data, length);
 	send_raw(req, status, content_type, data, length, echoed_id(req));
+}
+
+void api_keep_instead(struct api_request *req, cJSON *kept)
+{
+	redact_json(kept);
+	free(req->kept);
+	req->kept = cJSON_PrintUnformatted(kept);
+	req->kept_length = strlen(req->kept);
+	cJSON_Delete(kept);
 }
 
 void api_reply_json(struct api_request *req, int status, cJSON *body)
@@ -590,9 +613,27 @@ static bool apply_request_id(struct api_request *req, const char *method)
 	return false;
 }
 
+/* API_FOR_CONTROL routes refuse boxd's own commands, before anything else
+ * (a command repeating the control plane's X-Request-Id must not be
+ * replayed its answer either). True when the request was answered. */
+static bool refuse_command(struct api_request *req, const char *method)
+{
+	if (!(req->route->flags & API_FOR_CONTROL) || !command_check || !req->conn)
+		return false;
+	pid_t pid = http_conn_peer_pid(req->conn);
+	if (pid == 0 || (pid > 0 && !command_check(pid)))
+		return false;
+	api_reply_error(req, 403, "forbidden",
+			"%s %s acts for the control plane or the person at the screen: boxd's own "
+			"commands may not call it", method, req->route->pattern);
+	return true;
+}
+
 /* The rules every route shares. True when the request was answered. */
 static bool apply_rules(struct api_request *req, const char *method)
 {
+	if (refuse_command(req, method))
+		return true;
 	if (apply_request_id(req, method))
 		return true;
 	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && lock_is_locked()) {

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cjson/cJSON.h>
 
@@ -35,6 +36,11 @@ enum api_route_flags {
 	 * it where it goes with api_body_to_fd(), at the pace that takes it.
 	 * No size limit (max_body is ignored). */
 	API_STREAM_BODY = 1u << 3,
+	/* Acts for the control plane or the person at the screen (init, lock,
+	 * secrets, service settings): 403 `forbidden` to boxd's own commands,
+	 * told by where the calling process lives (callers.h), on every
+	 * listener. */
+	API_FOR_CONTROL = 1u << 4,
 };
 
 /* Default request body limit when a route gives none. */
@@ -92,6 +98,10 @@ bool api_client_gone(struct api_request *req);
 /* Called once if the client disconnects before the answer is complete. */
 void api_on_client_gone(struct api_request *req, void (*gone)(struct api_request *req));
 
+/* How the router tells boxd's own commands from other local callers, for
+ * API_FOR_CONTROL routes (set once at start; without it nobody is one). */
+void api_set_command_check(bool (*is_command)(pid_t pid));
+
 /* boxd's settings and its event loop, as given to the server at start. */
 const struct boxd_config *api_config(struct api_request *req);
 struct event_base *api_base(struct api_request *req);
@@ -99,6 +109,10 @@ struct event_base *api_base(struct api_request *req);
 /* ---- answering ---- */
 /* Takes ownership of `body`. */
 void api_reply_json(struct api_request *req, int status, cJSON *body);
+/* What the X-Request-Id memory keeps of this call's coming answer, and
+ * gives every repeat, instead of the answer itself: for an answer that must
+ * be handed out once (the lock's token). Takes ownership of `kept`. */
+void api_keep_instead(struct api_request *req, cJSON *kept);
 /* {"error":{"code":..,"message":..}} with the message formatted and masked. */
 void api_reply_error(struct api_request *req, int status, const char *code,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -941,3 +941,17 @@ void http_conn_close_all(void)
 		conn_free(conn);
 	}
 }
+
+pid_t http_conn_peer_pid(const struct http_conn *conn)
+{
+	struct sockaddr_storage address;
+	socklen_t length = sizeof address;
+	if (getsockname(conn->fd, (struct sockaddr *)&address, &length) != 0 ||
+	    address.ss_family != AF_UNIX)
+		return 0;
+	struct ucred credentials;
+	length = sizeof credentials;
+	if (getsockopt(conn->fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0)
+		return -1;
+	return credentials.pid;
+}

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct event_base;
 struct http_conn;
@@ -34,6 +35,10 @@ size_t http_conn_count(void);
 size_t http_conn_cap(void);
 /* Closes every connection (boxd stops): requests in flight see their client gone. */
 void http_conn_close_all(void);
+/* The pid of the process that connected (SO_PEERCRED, as it was at its
+ * connect): 0 when the peer is not a local process (vsock), -1 when it
+ * cannot be told. */
+pid_t http_conn_peer_pid(const struct http_conn *conn);
 
 /* ---- for the router ---- */
 

@@ -51,6 +51,11 @@ pid_t protected_process_group(pid_t pid)
 	return pid > 0 ? (pid_t)stat_field(pid, 2) : 0;
 }
 
+pid_t protected_parent(pid_t pid)
+{
+	return pid > 0 ? (pid_t)stat_field(pid, 1) : 0;
+}
+
 pid_t protected_thread_group(pid_t tid)
 {
 	char path[64], line[128];
@@ -82,8 +87,7 @@ void protected_warm(void)
 	cgroup_host_free(&host);
 }
 
-/* The cgroup v2 dir `pid` lives in ("" when unknown). */
-static void home_cgroup(pid_t pid, char *dir, size_t size)
+void protected_cgroup_of(pid_t pid, char *dir, size_t size)
 {
 	dir[0] = '\0';
 	protected_warm();
@@ -108,7 +112,7 @@ bool protected_add(const char *dir, pid_t pid)
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return false;
 	char home[PATH_MAX], path[PATH_MAX], staged[PATH_MAX];
-	home_cgroup(pid, home, sizeof home);
+	protected_cgroup_of(pid, home, sizeof home);
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
 	snprintf(staged, sizeof staged, "%s/.%d.new", dir, (int)pid);
 	FILE *file = fopen(staged, "we");

@@ -26,6 +26,11 @@ uint64_t protected_start_time(pid_t pid);
 pid_t protected_thread_group(pid_t tid);
 /* The process group of `pid`, or 0. */
 pid_t protected_process_group(pid_t pid);
+/* The parent of `pid`, or 0 when it is gone. */
+pid_t protected_parent(pid_t pid);
+/* The cgroup v2 dir `pid` lives in, mount point included ("" when
+ * unknown: no cgroup2, or the process is gone). */
+void protected_cgroup_of(pid_t pid, char *dir, size_t size);
 
 /* Looks up now what protected_add needs of the system (where cgroup v2 is
  * mounted), for this process and the processes it forks later. */

@@ -33,11 +33,14 @@ def test_steps_keep_the_last_30(boxd):
 
 def test_request_id_replays_the_first_answer(boxd):
     headers = {"X-Request-Id": "retry-1"}
-    first = boxd.request("PUT", "/v1/lock", {"locked": True, "note": "a"}, headers)
-    boxd.call("PUT", "/v1/lock", {"locked": False})
-    again = boxd.request("PUT", "/v1/lock", {"locked": True, "note": "a"}, headers)
+    first = boxd.request("PUT", "/v1/env/api", b"REGION=eu-1\n", headers)
+    boxd.request("PUT", "/v1/env/api", b"REGION=us-2\n")
+    again = boxd.request("PUT", "/v1/env/api", b"REGION=eu-1\n", headers)
     assert again.status == first.status == 200
     assert again.body == first.body
+    # Replayed, not run again: the file holds the second call's value.
+    env = open(f"{boxd.work_dir}/.sbx/env/api.env").read()
+    assert "us-2" in env, env
     assert again.headers["x-request-id"] == "retry-1"
     # The repeat did not run: the lock stays released.
     assert boxd.call("GET", "/v1/lock")[1]["locked"] is False
@@ -82,5 +85,10 @@ def test_concurrent_repeats_run_once(boxd):
         t.start()
     for t in threads:
         t.join()
-    assert len(set(answers)) == 1
+    # One call ran: its answer alone carries the takeover token (answered
+    # once, tests/integration/test_callers.py); every repeat got the lock
+    # as that call left it.
+    with_token = [a for a in answers if b'"token"' in a]
+    assert len(with_token) == 1, answers
+    assert len(set(answers) - set(with_token)) == 1, answers
     assert len(boxd.call("GET", "/v1/steps")[1]["steps"]) == 1

@@ -311,8 +311,10 @@ def test_the_token_lets_the_persons_input_through_and_nothing_else(box, display)
         assert_error(box.call("POST", "/v1/exec", {"cmd": "true"}, headers=with_token), 423, "locked")
         assert_error(box.call("POST", "/v1/screen/record/start", {}, headers=with_token), 423, "locked")
         assert_error(box.call("POST", "/v1/uploads?dest=app", headers=with_token), 423, "locked")
-        # A repeat of the lock keeps the token; a new lock makes a new one.
-        assert box.call("PUT", "/v1/lock", {"locked": True, "note": "still"})[1]["token"] == token
+        # Another lock while locked is refused, never told the token; a new
+        # lock after the hand-back makes a new one.
+        status, again = box.call("PUT", "/v1/lock", {"locked": True, "note": "still"})
+        assert status == 409 and token not in str(again), again
         box.call("PUT", "/v1/lock", {"locked": False})
         status, relocked = box.call("PUT", "/v1/lock", {"locked": True})
         assert relocked["token"] != token
