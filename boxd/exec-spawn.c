@@ -23,6 +23,7 @@
  * start's adoption, exec-adopt.c). Spares are forked by the maker (below),
  * not started as programs, while it lives. */
 #include "exec-spawn.h"
+#include "exec-thaw.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -36,7 +37,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +50,6 @@
 #include "shim-protocol.h"
 #include "shim-spec.h"
 #include "text.h"
-#include "vfork-cgroup.h"
 #include "xalloc.h"
 
 #define SPARES 2
@@ -79,51 +78,40 @@ static struct spare {
 	int64_t born_ms;
 } spares[SPARES];
 
-struct shim_child {
-	int input, output;
-	const char *mode; /* --spare, or --spares for the maker */
-};
+/* The shims' cgroup, named to every shim boxd starts: a shim moves itself
+ * there once it runs (shims/shim-maker.c), not boxd at its birth. A child
+ * born into a cgroup (CLONE_INTO_CGROUP) would hang boxd in its vfork while
+ * a command kept that cgroup frozen, and be killed at birth by kernels that
+ * compare the kill counts of the parent's cgroup and the child's after a
+ * cgroup.kill of boxd's own; the one move costs the maker's start only (its
+ * spares are forked inside). */
+#define SHIM_CGROUP_VARIABLE "BOXD_SHIM_CGROUP"
 
-/* In the child, sharing boxd's memory until execve (vfork-cgroup.h):
- * system calls only. */
-__attribute__((no_sanitize_address)) static int shim_child_main(void *arg)
-{
-	const struct shim_child *fds = arg;
-	sigset_t none;
-	sigemptyset(&none);
-	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(unsigned long)) < 0 ||
-	    dup2(fds->input, 0) < 0 || dup2(fds->output, 1) < 0 || dup2(fds->output, 2) < 0)
-		return 127;
-	char *argv[] = {"boxd-shim", (char *)fds->mode, NULL};
-	execve(shim_program, argv, environ);
-	return 127;
-}
+static char **shim_environment;
 
-/* The shim is born in the shims' leaf cgroup (CLONE_INTO_CGROUP): moving a
- * process between cgroups later costs milliseconds. */
-static pid_t spawn_into_cgroup(int input, int output, const char *mode)
+static void make_shim_environment(void)
 {
-	int dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0 && errno == ENOENT && mkdir(shim_cgroup, 0755) == 0)
-		dir = open(shim_cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC); /* trimmed while empty */
-	if (dir < 0)
-		return -1;
-	struct shim_child fds = {input, output, mode};
-	pid_t pid = vfork_into_cgroup(dir, shim_child_main, &fds);
-	int saved = errno;
-	close(dir);
-	errno = saved;
-	return pid;
+	size_t count = 0;
+	while (environ[count])
+		count++;
+	shim_environment = xcalloc(count + 2, sizeof *shim_environment);
+	size_t kept = 0;
+	for (size_t i = 0; i < count; i++)
+		if (strncmp(environ[i], SHIM_CGROUP_VARIABLE "=", sizeof SHIM_CGROUP_VARIABLE))
+			shim_environment[kept++] = environ[i];
+	if (shim_cgroup)
+		shim_environment[kept++] = xasprintf("%s=%s", SHIM_CGROUP_VARIABLE, shim_cgroup);
 }
 
 /* Starts boxd-shim `mode` with `input` as its stdin and `output` as its
- * stdout and stderr. Returns its pid (for --spare that of the first shim
- * process, which detaches and exits), or -1 with errno set. */
+ * stdout and stderr (posix_spawn: the child shares boxd's memory until its
+ * exec, no copy of boxd's page tables). Returns its pid (for --spare that of
+ * the first shim process, which detaches and exits), or -1 with errno set. */
 static pid_t spawn_process(int input, int output, const char *mode)
 {
-	pid_t pid = shim_cgroup ? spawn_into_cgroup(input, output, mode) : -1;
-	if (pid >= 0)
-		return pid;
+	/* Made again if it was removed while empty: its freeze watch too. */
+	if (shim_cgroup && mkdir(shim_cgroup, 0755) == 0)
+		exec_thaw_rearm();
 	posix_spawn_file_actions_t actions;
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, input, 0);
@@ -132,7 +120,8 @@ static pid_t spawn_process(int input, int output, const char *mode)
 	posix_spawnattr_t attributes;
 	helper_spawn_attributes(&attributes);
 	char *argv[] = {"boxd-shim", (char *)mode, NULL};
-	int failed = posix_spawn(&pid, shim_program, &actions, &attributes, argv, environ);
+	pid_t pid;
+	int failed = posix_spawn(&pid, shim_program, &actions, &attributes, argv, shim_environment);
 	posix_spawn_file_actions_destroy(&actions);
 	posix_spawnattr_destroy(&attributes);
 	errno = failed;
@@ -217,7 +206,7 @@ static void maker_start(void)
 	}
 	maker.control = pair[0];
 	maker.pid = pid;
-	protect_process(pid);
+	protect_process_in(pid, shim_cgroup);
 	helper_watch_exit(loop, pid, -1, on_maker_exit, (void *)(intptr_t)pid);
 }
 
@@ -392,6 +381,7 @@ void exec_spawn_init(struct event_base *base, const char *program, const char *c
 	prepare_spec = prepare;
 	shim_program = xstrdup(program);
 	shim_cgroup = cgroup ? xstrdup(cgroup) : NULL;
+	make_shim_environment();
 	for (int i = 0; i < SPARES; i++)
 		spares[i] = (struct spare){.channel = -1, .seed = -1};
 	refill = evtimer_new(loop, on_refill, NULL);

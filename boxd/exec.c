@@ -1,6 +1,7 @@
 /* exec.c: starting shims and following them from the event loop. */
 #include "exec-internal.h"
 #include "exec-spawn.h"
+#include "exec-thaw.h"
 #include "helpers.h"
 
 #include <errno.h>
@@ -830,6 +831,7 @@ static void contribute_health(cJSON *health)
 
 void exec_shutdown(void)
 {
+	exec_thaw_stop();
 	exec_spawn_stop();
 	/* Empty ones only: running commands keep their cgroups. The commands'
 	 * cgroup of a unit (commands-cgroup) is systemd's to remove. */
@@ -858,6 +860,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	exec_adopt(procs);
 	free(procs);
 	exec_spawn_init(base, shim_program, shim_cgroup, prepare_spec);
+	exec_thaw_init(base, shim_cgroup, cgroup_base);
 	health_register(contribute_health);
 	secrets_on_change(on_secrets_changed, NULL);
 }

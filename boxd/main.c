@@ -106,6 +106,7 @@ static bool start_services(void)
 	screen_client_init(base, config.display, config.screen_idle_sec);
 	/* Before boxd starts any process: each is recorded there as it starts. */
 	protect_init(config.run_dir);
+	notify_on_watchdog(protect_stay_home);
 	/* First of all: the worker's start (its libraries, the X connection,
 	 * the warm-up encode) is the longest, and runs beside boxd's own. */
 	screen_client_start_ahead();

@@ -43,8 +43,17 @@ void notify_send(const char *fmt, ...)
 		log_msg(LOG_LEVEL_WARNING, "cannot notify systemd: %s", strerror(errno));
 }
 
+static void (*watchdog_tick)(void);
+
+void notify_on_watchdog(void (*tick)(void))
+{
+	watchdog_tick = tick;
+}
+
 static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 {
+	if (watchdog_tick)
+		watchdog_tick();
 	notify_send("WATCHDOG=1");
 }
 

@@ -13,6 +13,9 @@ struct event_base;
 /* Reads the environment and starts the watchdog timer when asked for. */
 void notify_init(struct event_base *base);
 bool notify_enabled(void);
+/* `tick` runs at every watchdog ping, before it (a check that must not wake
+ * an idle boxd more often than the watchdog does already). */
+void notify_on_watchdog(void (*tick)(void));
 /* Sends one message, e.g. "READY=1\nSTATUS=serving". */
 void notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void notify_stop(void);

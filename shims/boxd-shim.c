@@ -643,6 +643,20 @@ static bool legacy_wait(struct shim *shim)
 	return true;
 }
 
+/* boxd names the shims' cgroup (BOXD_SHIM_CGROUP) and starts the maker, or
+ * a spare as a program, in its own: the shim moves itself (exec-spawn.c
+ * says why boxd does not start it there). The spares the maker forks are
+ * born inside. A move that fails leaves the shim where boxd is, still
+ * working. */
+static void join_shims_cgroup(void)
+{
+	const char *dir = getenv("BOXD_SHIM_CGROUP");
+	if (dir && *dir && !cgroup_move(dir, getpid()) && errno == ENOENT &&
+	    mkdir(dir, 0755) == 0)
+		cgroup_move(dir, getpid());
+	unsetenv("BOXD_SHIM_CGROUP");
+}
+
 int main(int argc, char **argv)
 {
 	/* The maker returns here only in a spare it forked (shim-maker.c): the
@@ -650,6 +664,8 @@ int main(int argc, char **argv)
 	int made_channel = -1;
 	void *made_filter = NULL;
 	bool made = argc == 2 && !strcmp(argv[1], "--spares");
+	if (argc == 2 && (made || !strcmp(argv[1], "--spare")))
+		join_shims_cgroup();
 	if (made && !maker_run(&made_channel, &made_filter))
 		return 0;
 	if (made) /* ps shows a spare as one, not as the maker */

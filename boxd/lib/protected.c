@@ -109,10 +109,18 @@ void protected_cgroup_of(pid_t pid, char *dir, size_t size)
 
 bool protected_add(const char *dir, pid_t pid)
 {
+	return protected_add_in(dir, pid, NULL);
+}
+
+bool protected_add_in(const char *dir, pid_t pid, const char *cgroup)
+{
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return false;
 	char home[PATH_MAX], path[PATH_MAX], staged[PATH_MAX];
-	protected_cgroup_of(pid, home, sizeof home);
+	if (cgroup)
+		snprintf(home, sizeof home, "%s", cgroup);
+	else
+		protected_cgroup_of(pid, home, sizeof home);
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
 	snprintf(staged, sizeof staged, "%s/.%d.new", dir, (int)pid);
 	FILE *file = fopen(staged, "we");

@@ -38,6 +38,9 @@ void protected_warm(void);
 /* Adds `pid` to the directory (made 0700 if missing). False when it could
  * not be written (a full run dir): the process is then unprotected. */
 bool protected_add(const char *dir, pid_t pid);
+/* The same for a process on its way to `cgroup` (a v2 dir it moves itself
+ * into), which the entry records as its home instead of where it is now. */
+bool protected_add_in(const char *dir, pid_t pid, const char *cgroup);
 void protected_remove(const char *dir, pid_t pid);
 /* Removes the entries of processes that are gone (at boxd's start). */
 void protected_prune(const char *dir);

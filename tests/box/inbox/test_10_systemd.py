@@ -30,7 +30,7 @@ def check_boxd_ready_under_systemd():
 
 
 def check_watchdog_pinged():
-    """boxd pings every WatchdogSec/2 = 15 s; systemd records each ping."""
+    """boxd pings every WatchdogSec/2 = 5 s; systemd records each ping."""
     first = unit("boxd.service", "WatchdogTimestampMonotonic")["WatchdogTimestampMonotonic"]
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
