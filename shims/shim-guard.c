@@ -42,9 +42,25 @@
 #include "protected.h"
 #include "shim.h"
 
+/* The calls that act on another process with ptrace-level access (Linux
+ * 6.1 to 6.18), beside ptrace and process_vm_*:
+ * - pidfd_getfd copies any fd of the target (a shim's guard listener, then
+ *   a command approves its own kill of boxd; boxd's listening socket);
+ * - process_madvise pages out or drops the target's memory;
+ * - process_mrelease reaps the memory of a target that is dying;
+ * - kcmp tells which of the target's fds are which file (how to aim
+ *   pidfd_getfd); it takes two pids, either may be protected.
+ * Not asked, because they do nothing to the target: pidfd_open (a handle;
+ * what is done with it is judged here), waitid(P_PIDFD) (own children
+ * only), setns on a pidfd (joins namespaces, which a root command can
+ * anyway; the target is untouched), the pidfd ioctls (6.11+: namespace
+ * fds and facts, read-only), open_by_handle_at on pidfs (6.13+: a pidfd
+ * again), get_robust_list (reads a pointer), move_pages and migrate_pages
+ * (NUMA placement of pages; the process goes on). */
 static const char *const whole_syscalls[] = {
 	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
 	"ptrace", "process_vm_readv", "process_vm_writev",
+	"pidfd_getfd", "process_madvise", "process_mrelease", "kcmp",
 };
 
 /* A rule for the native and the 32-bit architectures. A name a given
@@ -288,6 +304,11 @@ static bool refuse(const struct shim *shim, const struct seccomp_notif *n, const
 		return is_protected(shim, first);
 	if (!strcmp(name, "pidfd_send_signal"))
 		return n->data.args[1] != 0 && is_protected(shim, pidfd_target((pid_t)n->pid, first));
+	if (!strcmp(name, "pidfd_getfd") || !strcmp(name, "process_madvise") ||
+	    !strcmp(name, "process_mrelease"))
+		return is_protected(shim, pidfd_target((pid_t)n->pid, first));
+	if (!strcmp(name, "kcmp"))
+		return is_protected(shim, first) || is_protected(shim, (long)(int)n->data.args[1]);
 	bool third = !strcmp(name, "tgkill") || !strcmp(name, "rt_tgsigqueueinfo");
 	if ((int)n->data.args[third ? 2 : 1] == 0)
 		return false; /* probing whether a process exists is harmless */

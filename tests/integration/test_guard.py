@@ -121,6 +121,61 @@ def test_tracing_or_writing_into_protected_processes_is_refused(box):
     assert box.proc.poll() is None
 
 
+PIDFD_CALLS = """
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def call(number, *args):
+    result = libc.syscall(number, *args)
+    return result, (errno.errorcode[ctypes.get_errno()] if result < 0 else "ok")
+
+def getfd(pid, fd):
+    handle = os.pidfd_open(pid)
+    result, said = call(438, handle, fd, 0)  # pidfd_getfd
+    if result >= 0:
+        os.close(result)
+    os.close(handle)
+    return said
+
+def own_shim():
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "boxd-shim":
+            return pid
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+with open(f"/proc/{BOXD}/maps") as f:
+    start = int(f.readline().split("-")[0], 16)
+page = iovec(start, 4096)
+handle = os.pidfd_open(BOXD)
+print("shim", sorted({getfd(own_shim(), fd) for fd in range(64)}))
+print("boxd", sorted({getfd(BOXD, fd) for fd in range(64)}))
+print("madvise", call(440, handle, ctypes.byref(page), 1, 20, 0)[1])  # MADV_COLD
+print("mrelease", call(448, handle, 0)[1])
+print("kcmp", call(312, os.getpid(), BOXD, 0, 1, 1)[1])  # KCMP_FILE
+child = subprocess.Popen(["sleep", "30"])
+print("own", getfd(child.pid, 1), getfd(os.getpid(), 0))
+child.kill()
+"""
+
+
+def test_fds_and_memory_of_protected_processes_cannot_be_reached_through_a_pidfd(box):
+    """pidfd_getfd would hand a command its shim's guard listener (then it
+    approves its own kill of boxd) or boxd's listening socket; process_madvise,
+    process_mrelease and kcmp act on or look into another process alike."""
+    body = ok(box, "python3 -", stdin=PIDFD_CALLS.replace("BOXD", str(box.proc.pid)))
+    assert body["stdout"].splitlines() == [
+        "shim ['EPERM']", "boxd ['EPERM']", "madvise EPERM", "mrelease EPERM", "kcmp EPERM",
+        "own ok ok"], body
+    assert box.proc.poll() is None
+    assert ok(box, "echo still")["stdout"] == "still\n"
+
+
 def test_boxd_moved_into_a_commands_cgroup_survives_its_timeout(box):
     """A command that puts boxd's pid into its own cgroup: when the command
     times out and its cgroup is killed, boxd is sent home first."""
