@@ -31,10 +31,13 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/filter.h>
+#include <linux/magic.h>
 
 #include "fd-passing.h"
 #include "io.h"
@@ -236,11 +239,40 @@ static bool owner_protected(const struct shim *shim, long owner)
 	return is_protected(shim, owner);
 }
 
-/* The pid a pidfd (or a /proc/PID dir fd, wherever /proc is mounted) of
- * `caller` refers to, or 0. */
+/* The pid a /proc/PID dir fd of `caller` names (its own `stat` says,
+ * wherever that /proc is mounted), or 0. The fd is the command's: it may be
+ * any directory, holding a FIFO or a symlink called `stat`, and an open that
+ * waits would wedge the shim's one loop (no timeout, no stop). So only a
+ * directory of a procfs, and in it a regular file, opened without waiting. */
+static long proc_dir_target(pid_t caller, long fd)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/fd/%ld", caller, fd);
+	int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statfs fs;
+	bool procfs = dir >= 0 && fstatfs(dir, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+	int stat_fd = procfs ? openat(dir, "stat", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+			     : -1;
+	if (dir >= 0)
+		close(dir);
+	struct stat st;
+	char text[64];
+	ssize_t n = -1;
+	if (stat_fd >= 0 && fstat(stat_fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(stat_fd, text, sizeof text - 1);
+	if (stat_fd >= 0)
+		close(stat_fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	return strtol(text, NULL, 10);
+}
+
+/* The pid a pidfd (or a /proc/PID dir fd) of `caller` refers to, or 0. */
 static long pidfd_target(pid_t caller, long fd)
 {
 	char path[96], line[256];
+	/* The kernel's own file about the fd: nothing of the command's. */
 	snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", caller, fd);
 	FILE *f = fopen(path, "re");
 	long pid = 0;
@@ -249,16 +281,7 @@ static long pidfd_target(pid_t caller, long fd)
 			break;
 	if (f)
 		fclose(f);
-	if (pid)
-		return pid;
-	/* A /proc/PID dir: its own stat names the pid, whatever its path. */
-	snprintf(path, sizeof path, "/proc/%d/fd/%ld/stat", caller, fd);
-	f = fopen(path, "re");
-	if (f && fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	if (f)
-		fclose(f);
-	return pid;
+	return pid ? pid : proc_dir_target(caller, fd);
 }
 
 /* Reads `size` bytes at `address` in the calling process. */

@@ -137,10 +137,13 @@ static bool entry_matches(const char *dir, pid_t pid, char *home, size_t home_si
 {
 	char path[PATH_MAX], text[PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The shims' guard reads this while a command waits: a FIFO put in
+	 * its place by a root command must not make the shim wait too. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
-	ssize_t n = read(fd, text, sizeof text - 1);
+	struct stat st;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
 	close(fd);
 	if (n <= 0)
 		return false;

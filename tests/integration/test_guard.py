@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import BOXD, Boxd, wait_for
-from exec_helpers import alive, box, cleanup, ok, shim_states, start_bg  # noqa: F401
+from exec_helpers import alive, box, cleanup, ok, run, shim_states, start_bg  # noqa: F401
 
 
 def other_shim(box):
@@ -63,6 +63,27 @@ def test_a_proc_dir_reached_through_a_bind_mount_is_still_refused(box, tmp_path)
     body = ok(box, script)
     assert body["stdout"] == "1\n", body
     assert "PermissionError" in body["stderr"]
+    assert box.proc.poll() is None
+
+
+def test_a_fifo_called_stat_in_a_directory_does_not_wedge_the_guard(box, tmp_path):
+    """The guard reads a /proc/PID dir's `stat` to tell its pid: a directory
+    of the command's own with a FIFO called `stat` must not hold the shim in
+    open(), where it would miss the command's timeout."""
+    (tmp_path / "d").mkdir()
+    os.mkfifo(tmp_path / "d" / "stat")
+    script = ("import os, signal\n"
+              "for path in ('d', '/proc/BOXD'):\n"
+              "    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)\n"
+              "    try:\n"
+              "        signal.pidfd_send_signal(fd, 9)\n"
+              "    except OSError as e:\n"
+              "        print(e.errno, flush=True)\n").replace("BOXD", str(box.proc.pid))
+    status, body = run(box, "python3 - && sleep 60", stdin=script, cwd=str(tmp_path),
+                       timeoutSec=2, timeout=20)
+    assert status == 200, body
+    assert body["stdout"] == "9\n1\n", body  # EBADF: not a pidfd; EPERM: boxd
+    assert body["timedOut"] is True and body["durationMs"] < 6000, body
     assert box.proc.poll() is None
 
 
