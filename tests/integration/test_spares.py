@@ -12,7 +12,7 @@ import threading
 import time
 
 from conftest import BUILD_DIR, wait_for
-from exec_helpers import alive, box, ok, proc, read_fields, start_bg, wait_exited  # noqa: F401
+from exec_helpers import alive, box, ok, proc, read_fields, run, start_bg, wait_exited  # noqa: F401
 from screen_helpers import children_named
 
 SHIM = os.path.join(BUILD_DIR, "shims", "boxd-shim")
@@ -229,6 +229,37 @@ def test_a_killed_seed_changes_nothing_for_the_command(box):
     body = ok(box, "echo $$ $PPID")
     shell, parent = map(int, body["stdout"].split())
     assert parent in seeded and seeded[parent] == shell, (body, seeded)
+
+
+def plant_at_future_logs(box, plant):
+    """Calls plant(path) at the log path of each spare's id: what a command
+    that reads the run dir can do before the next commands come."""
+    logs = os.path.join(box.work_dir, ".sbx", "logs")
+    os.makedirs(logs, exist_ok=True)
+    ids = set(two_spares(box).values())
+    for spare_id in ids:
+        plant(os.path.join(logs, f"{spare_id}.log"))
+    return ids, logs
+
+
+def test_a_hard_link_at_a_future_log_path_is_not_written_through(box, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    ids, logs = plant_at_future_logs(box, lambda path: os.link(victim, path))
+    body = ok(box, "echo hello")
+    assert body["id"] in ids, (body, ids)
+    assert victim.read_text() == "keep me\n" and os.stat(victim).st_nlink == 2
+    with open(os.path.join(logs, f"{body['id']}.log")) as f:
+        assert f.read() == "hello\n"
+
+
+def test_a_fifo_at_a_future_log_path_does_not_hold_the_command(box):
+    ids, logs = plant_at_future_logs(box, os.mkfifo)
+    status, body = run(box, "echo hello", timeoutSec=3, timeout=20)
+    assert status == 200 and body["exitCode"] == 0 and body["stdout"] == "hello\n", body
+    assert body["id"] in ids, (body, ids)
+    with open(os.path.join(logs, f"{body['id']}.log")) as f:
+        assert f.read() == "hello\n"
 
 
 def test_concurrent_commands_never_share_a_spare(box):
