@@ -384,8 +384,9 @@ static void signal_descendants(pid_t root, int signal)
 
 void run_signal_tree(struct shim *shim, int signal)
 {
-	/* A command may have moved boxd (or a shim) into its cgroup: send it
-	 * home first, or it would die with the command. */
+	/* A command may have moved boxd (or a shim) into its cgroup, or into
+	 * one below it (cgroup.kill reaches those too): send it home first, or
+	 * it would die with the command. */
 	if (shim->job.v2_dir && shim->spec.protected_dir)
 		protected_rescue(shim->spec.protected_dir, shim->job.v2_dir);
 	if (shim->pid > 0 && !shim->exited)

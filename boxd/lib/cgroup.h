@@ -80,6 +80,9 @@ int64_t cgroup_job_peak_memory(const struct cgroup_job *job);
 int64_t cgroup_job_oom_kills(const struct cgroup_job *job);
 /* Removes the (empty) cgroup dirs. */
 void cgroup_job_remove(const struct cgroup_job *job);
+/* Removes the empty cgroups a command made below its own `dir` (a bounded
+ * walk: a few levels, a few thousand cgroups), so that dir can go too. */
+void cgroup_remove_below(const char *dir);
 void cgroup_job_free(struct cgroup_job *job);
 
 #endif

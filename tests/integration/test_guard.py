@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import BOXD, Boxd, wait_for
-from exec_helpers import alive, box, cleanup, ok, run, shim_states, start_bg  # noqa: F401
+from exec_helpers import alive, box, cleanup, ok, proc, run, shim_states, start_bg  # noqa: F401
 
 
 def other_shim(box):
@@ -197,18 +197,59 @@ def test_fds_and_memory_of_protected_processes_cannot_be_reached_through_a_pidfd
     assert ok(box, "echo still")["stdout"] == "still\n"
 
 
-def test_boxd_moved_into_a_commands_cgroup_survives_its_timeout(box):
-    """A command that puts boxd's pid into its own cgroup: when the command
-    times out and its cgroup is killed, boxd is sent home first."""
-    script = ("cg=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-              "m=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo); "
-              f"echo {box.proc.pid} > \"$m$cg/cgroup.procs\" || exit 7; "
-              f"grep -qx {box.proc.pid} \"$m$cg/cgroup.procs\" && echo moved; sleep 60")
-    body = ok(box, script, timeoutSec=1)
+MOVE_BOXD = ("cg=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+             "m=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo); "
+             "into=\"${INTO:-$m$cg}$SUB\"; mkdir -p \"$into\" || exit 6; "
+             "echo BOXD > \"$into/cgroup.procs\" || exit 7; "
+             "grep -qx BOXD \"$into/cgroup.procs\" && echo moved; ")
+
+
+def cgroup_of(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        return [line for line in f.read().splitlines() if line.startswith("0::")][0]
+
+
+def move_boxd(box, then, into="", sub="", **fields):
+    body = ok(box, MOVE_BOXD.replace("BOXD", str(box.proc.pid)) + then,
+              env={"INTO": into, "SUB": sub}, **fields)
     if "moved" not in body["stdout"]:
-        pytest.fail(f"the command could not move boxd into its cgroup here: {body}")
+        pytest.fail(f"the command could not move boxd into that cgroup here: {body}")
+    return body
+
+
+@pytest.mark.parametrize("sub", ["", "/sub", "/sub/deeper/still"])
+def test_boxd_moved_into_a_commands_cgroup_survives_its_timeout(box, sub):
+    """A command that puts boxd's pid into its own cgroup, or into one it
+    made below it (cgroup.kill reaches those too): when the command times out
+    and its cgroup is killed, boxd is sent home first."""
+    home = cgroup_of(box.proc.pid)
+    body = move_boxd(box, "sleep 60", sub=sub, timeoutSec=1)
     assert body["timedOut"] is True
-    assert box.proc.poll() is None
+    assert box.proc.poll() is None and cgroup_of(box.proc.pid) == home
+    assert ok(box, "echo still")["stdout"] == "still\n"
+
+
+def test_boxd_moved_below_another_jobs_cgroup_survives_its_stop(box):
+    home = cgroup_of(box.proc.pid)
+    job = start_bg(box, "sleep 60")
+    other = wait_for(lambda: [s for s in shim_states(box) if s["id"] == job],
+                     what="the other job")[0]["cgroup"]
+    move_boxd(box, "true", into=other, sub="/sub/deeper")
+    status, body = box.call("POST", f"/v1/procs/{job}/stop", {"signal": "SIGKILL"})
+    assert status == 200, body
+    wait_for(lambda: proc(box, job)["state"] == "exited", what="the other job to end")
+    assert box.proc.poll() is None and cgroup_of(box.proc.pid) == home
+    assert ok(box, "echo still")["stdout"] == "still\n"
+    wait_for(lambda: not os.path.exists(other), what="the other job's cgroups removed")
+
+
+def test_boxd_left_below_a_commands_cgroup_goes_home_at_its_end(box):
+    """No timeout, no stop: the command ends with boxd in a cgroup below its
+    own. Its shim sends boxd home before it removes the command's cgroups."""
+    home = cgroup_of(box.proc.pid)
+    body = move_boxd(box, "exit 0", sub="/sub")
+    assert body["exitCode"] == 0
+    wait_for(lambda: cgroup_of(box.proc.pid) == home, what="boxd back in its own cgroup")
     assert ok(box, "echo still")["stdout"] == "still\n"
 
 
