@@ -170,14 +170,6 @@ bool guard_install(int channel, const void *prepared)
 	return sent;
 }
 
-int guard_receive(int channel)
-{
-	int fd = receive_fd(channel, NULL);
-	if (fd >= 0)
-		fcntl(fd, F_SETFL, O_NONBLOCK);
-	return fd;
-}
-
 bool guard_channel_renew(int ends[2])
 {
 	for (int i = 0; i < 2; i++)

@@ -124,8 +124,10 @@ void prepare_remove_cgroups(struct shim *shim);
 bool prepare_cgroup_again(struct shim *shim);
 
 /* shim-run.c */
-/* Forks the command (or takes the seed that has its spec already); on
- * failure returns false with a code and a sentence. */
+/* Forks the command (or takes the seed that has its spec already) and
+ * waits, bounded, for its exec: a first process held by another command
+ * (stopped, frozen) is let go, or replaced by a fresh fork when it never
+ * exec'd. On failure returns false with a code and a sentence. */
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size);
 /* A spare's seed: the command's first process, forked now into the cgroups
  * made for it, where it waits for the spec on the socket boxd sent with the
@@ -186,8 +188,6 @@ void *guard_prepare(void);
  * Async-signal-safe enough for a child of a single-threaded parent. False
  * when the kernel refuses. */
 bool guard_install(int channel, const void *filter);
-/* In the shim: receives the notification fd from `channel`. */
-int guard_receive(int channel);
 /* In the shim: replaces the socket pair `ends` (the shim's end, the
  * child's) with a new one, so that nothing sent on the old one (a dropped
  * seed's listener) is received. False when no new pair can be made. */

@@ -374,6 +374,11 @@ int cgroup_job_signal(const struct cgroup_job *job, int signal)
 	return count;
 }
 
+bool cgroup_job_thaw(const struct cgroup_job *job)
+{
+	return job->v2_dir && write_file(job->v2_dir, "cgroup.freeze", "0");
+}
+
 int cgroup_job_populated(const struct cgroup_job *job)
 {
 	const char *dir = job->v2_dir ? job->v2_dir : job->pids_dir;

@@ -69,6 +69,9 @@ bool cgroup_move(const char *dir, pid_t pid);
 /* Signals every process of the job (cgroup.kill for SIGKILL where the kernel
  * has it). Returns how many processes it found, -1 when it could not tell. */
 int cgroup_job_signal(const struct cgroup_job *job, int signal);
+/* Writes 0 to the job's cgroup.freeze: another command may have frozen
+ * it. False without a v2 cgroup or a freezer there. */
+bool cgroup_job_thaw(const struct cgroup_job *job);
 /* True while any process is left in the job (-1: cannot tell). */
 int cgroup_job_populated(const struct cgroup_job *job);
 /* CPU time of the whole tree in ms, or -1. */

@@ -11,6 +11,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import BUILD_DIR, wait_for
 from exec_helpers import alive, box, ok, proc, read_fields, run, start_bg, wait_exited  # noqa: F401
 from screen_helpers import children_named
@@ -260,6 +262,56 @@ def test_a_fifo_at_a_future_log_path_does_not_hold_the_command(box):
     assert body["id"] in ids, (body, ids)
     with open(os.path.join(logs, f"{body['id']}.log")) as f:
         assert f.read() == "hello\n"
+
+
+def seed_cgroup(seed):
+    with open(f"/proc/{seed}/cgroup") as f:
+        path = [line[3:] for line in f.read().splitlines() if line.startswith("0::")][0]
+    with open("/proc/self/mountinfo") as f:
+        mount = [line.split()[4] for line in f if " - cgroup2 " in line][0]
+    return mount + path
+
+
+def hold_seeds(box, how):
+    """Every waiting seed stopped (SIGSTOP) or its cgroup frozen, as another
+    command can do; returns the cgroups frozen."""
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    frozen = []
+    for seed in [seed for pid in ready for seed in seeds(pid)]:
+        if how == "stop":
+            os.kill(seed, signal.SIGSTOP)
+            continue
+        frozen.append(seed_cgroup(seed))
+        with open(os.path.join(frozen[-1], "cgroup.freeze"), "w") as f:
+            f.write("1")
+    for cgroup in frozen:
+        wait_for(lambda: "frozen 1" in open(os.path.join(cgroup, "cgroup.events")).read(),
+                 what=f"{cgroup} frozen")
+    return frozen
+
+
+@pytest.mark.parametrize("how", ["stop", "freeze"])
+def test_seeds_held_by_another_command_do_not_hold_the_commands(box, how):
+    """A seed stopped or frozen while it waits: the shim lets it go (SIGCONT,
+    a thaw) and the command runs, its timeout armed, well within it."""
+    frozen = []
+    try:
+        for i in range(3):
+            frozen += hold_seeds(box, how)
+            begun = time.monotonic()
+            status, body = run(box, f"echo {i}; exit {i}", timeoutSec=3, timeout=15)
+            took = time.monotonic() - begun
+            assert status == 200 and body["stdout"] == f"{i}\n" and body["exitCode"] == i, body
+            assert body["timedOut"] is False and took < 3, (took, body)
+    finally:
+        for cgroup in frozen:
+            try:
+                with open(os.path.join(cgroup, "cgroup.freeze"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
 
 
 def test_concurrent_commands_never_share_a_spare(box):
