@@ -495,8 +495,10 @@ static bool start(struct shim *shim)
 	output_init(shim);
 	if (shim->spec.hold_output)
 		shim->held_until = shim->started_monotonic + SHIM_HOLD_MS;
+	/* From its exec: a start held by another command (shim-run.c) takes
+	 * none of the command's own time. */
 	if (shim->spec.timeout_ms > 0)
-		shim->timeout_at = shim->started_monotonic + shim->spec.timeout_ms;
+		shim->timeout_at = clock_monotonic_ms() + shim->spec.timeout_ms;
 	struct shim_meta meta = {
 		.id = shim->spec.id, .cmd = output_mask_text(shim->spec.cmd),
 		.cwd = output_mask_text(shim->spec.cwd),

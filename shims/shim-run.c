@@ -308,7 +308,7 @@ void seed_stop(struct shim *shim)
  * loaded 2-vCPU VM can take a second or more to fork and exec, and a start
  * past it only costs a second fork. The usual start waits as before. */
 #define START_NUDGE_MS 200
-#define START_BOUND_MS 8000
+#define START_BOUND_MS 5000
 /* How long a child killed at the bound may take to be seen dead. */
 #define START_REAP_MS 1000
 
@@ -325,6 +325,7 @@ struct start_watch {
 	int listener;        /* the guard's listener, -1 until it came */
 	char text[512];      /* the report: empty when it exec'd */
 	size_t length;
+	bool killed_unguarded; /* died of SIGKILL before it sent the listener */
 };
 
 static void watch_close(int *fd)
@@ -380,19 +381,25 @@ static bool same_comm(pid_t pid)
 	return theirs[0] && !strcmp(theirs, ours);
 }
 
-/* Kills a child held past the bound: NEVER_RAN when it is dead and had not
- * exec'd (a zombie still has its name from before), else HELD. */
-static enum start_news kill_held(pid_t pid)
+/* True when the child `pid` has ended within `ms` (not reaped: a zombie).
+ * Bounded: a child traced by another command is reported to its tracer
+ * first, and to us only once the tracer has reaped it. */
+static bool ended_within(pid_t pid, int ms)
 {
 	int handle = (int)syscall(SYS_pidfd_open, pid, 0);
-	kill(pid, SIGKILL);
 	struct pollfd gone = {.fd = handle, .events = POLLIN};
-	siginfo_t info = {0};
-	bool dead = handle >= 0 && poll(&gone, 1, START_REAP_MS) == 1 &&
-		    waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) == 0 && info.si_pid == pid;
+	bool ended = handle >= 0 && poll(&gone, 1, ms) == 1;
 	if (handle >= 0)
 		close(handle);
-	return dead && same_comm(pid) ? START_NEVER_RAN : START_HELD;
+	return ended;
+}
+
+/* Kills a child held past the bound: NEVER_RAN when it ended without
+ * having exec'd (a zombie still has its name from before), else HELD. */
+static enum start_news kill_held(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	return ended_within(pid, START_REAP_MS) && same_comm(pid) ? START_NEVER_RAN : START_HELD;
 }
 
 /* Waits, bounded, for the child to exec or fail (see above). */
@@ -418,10 +425,11 @@ static enum start_news start_wait(const struct shim *shim, pid_t pid, struct sta
 	 * it never got as far as its guard, let alone its exec: dead (its
 	 * report ends only so), and no command ran. */
 	siginfo_t info = {0};
-	if (w->listener < 0 && waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) == 0 &&
-	    info.si_pid == pid && info.si_code == CLD_KILLED && info.si_status == SIGKILL)
-		return START_NEVER_RAN;
-	return START_EXECED;
+	if (w->listener >= 0 || !ended_within(pid, START_REAP_MS) ||
+	    waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid)
+		return START_EXECED;
+	w->killed_unguarded = info.si_code == CLD_KILLED && info.si_status == SIGKILL;
+	return w->killed_unguarded ? START_NEVER_RAN : START_EXECED;
 }
 
 /* The report's "code\tsentence" as the start's failure. */
@@ -496,10 +504,9 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 					 "held before its exec for %d s (stopped, frozen or traced by "
 					 "another command) and killed", (int)pid, START_BOUND_MS / 1000);
 		}
-		int status = 0;
-		waitpid(pid, &status, 0);
-		if (shim->born_in_cgroup && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-		    w.listener < 0 && attempt == 0 && !shim->seeded)
+		/* Ended: reaped now, or by the loop once a tracer let it go. */
+		waitpid(pid, NULL, WNOHANG);
+		if (shim->born_in_cgroup && w.killed_unguarded && attempt == 0)
 			clone_into_kills = true; /* killed at birth: see spawn_child */
 		snprintf(code, code_size, "internal");
 		if (attempt > 0)

@@ -314,6 +314,37 @@ def test_seeds_held_by_another_command_do_not_hold_the_commands(box, how):
                 pass
 
 
+def test_a_traced_seed_is_replaced_and_its_command_runs_once(box):
+    """A seed held in a ptrace stop (SIGCONT does nothing to that): at the
+    start's bound its shim kills it, and since it never exec'd the command
+    runs in a fresh fork, once."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    traced = [seed for pid in ready for seed in seeds(pid)]
+    for seed in traced:
+        assert libc.ptrace(0x4206, seed, 0, 0) == 0, ctypes.get_errno()  # PTRACE_SEIZE
+        assert libc.ptrace(0x4207, seed, 0, 0) == 0, ctypes.get_errno()  # PTRACE_INTERRUPT
+    marker = box.work_dir + "/ran"
+    try:
+        begun = time.monotonic()
+        status, body = run(box, f"echo once >> {marker}; echo ran", timeoutSec=3, timeout=30)
+        took = time.monotonic() - begun
+        assert status == 200 and body["stdout"] == "ran\n" and body["exitCode"] == 0, body
+        assert 4 < took < 5 + 4, took
+        with open(marker) as f:
+            assert f.read() == "once\n"
+    finally:
+        for seed in traced:
+            libc.ptrace(17, seed, 0, 0)  # PTRACE_DETACH (a stopped one)
+            try:
+                os.waitpid(seed, os.WNOHANG | 0x40000000)  # __WALL: a killed one
+            except ChildProcessError:
+                pass
+
+
 def test_concurrent_commands_never_share_a_spare(box):
     two_spares(box)
     results = [None] * 6
