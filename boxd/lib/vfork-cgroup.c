@@ -1,13 +1,18 @@
 /* vfork-cgroup.c: clone3(CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP) with a
- * stack of the child's own (vfork-cgroup.h). */
+ * stack of the child's own (vfork-cgroup.h), or, where the kernel kills
+ * such a child at birth, the same without CLONE_INTO_CGROUP and a child
+ * that joins the cgroup itself. */
 #include "vfork-cgroup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/sched.h>
 
@@ -21,6 +26,8 @@
 struct start {
 	int (*child)(void *);
 	void *arg;
+	int join;          /* a cgroup dir the child moves itself into; -1: born there */
+	volatile int *ran; /* set by the child first thing (memory shared with us) */
 };
 
 /* The kernel's struct sigaction for rt_sigaction: the child calls the
@@ -39,9 +46,19 @@ struct kernel_sigaction {
 __attribute__((no_sanitize_address)) static int child_main(void *arg)
 {
 	const struct start *start = arg;
+	*start->ran = 1;
 	struct kernel_sigaction default_action = {.handler = SIG_DFL};
 	for (long s = 1; s < NSIG; s++)
 		syscall(SYS_rt_sigaction, s, &default_action, NULL, sizeof(unsigned long));
+	if (start->join >= 0) {
+		/* Into the cgroup by its cgroup.procs; left where it is when
+		 * that fails, as a program started without a cgroup is. */
+		long fd = syscall(SYS_openat, start->join, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			syscall(SYS_write, fd, "0", 1);
+			syscall(SYS_close, fd);
+		}
+	}
 	return start->child(start->arg);
 }
 
@@ -96,7 +113,7 @@ static pid_t clone_child(int cgroup_dir, struct start *start)
 		return -1;
 	struct clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+	args.flags = CLONE_VM | CLONE_VFORK | (start->join < 0 ? CLONE_INTO_CGROUP : 0);
 	args.exit_signal = SIGCHLD;
 	args.stack = (uint64_t)(uintptr_t)stack;
 	args.stack_size = CHILD_STACK_SIZE;
@@ -114,7 +131,7 @@ static pid_t clone_child(int cgroup_dir, struct start *start)
 {
 	struct clone_args args;
 	memset(&args, 0, sizeof args);
-	args.flags = CLONE_VFORK | CLONE_INTO_CGROUP;
+	args.flags = CLONE_VFORK | (start->join < 0 ? CLONE_INTO_CGROUP : 0);
 	args.exit_signal = SIGCHLD;
 	args.cgroup = (uint64_t)cgroup_dir;
 	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
@@ -124,15 +141,56 @@ static pid_t clone_child(int cgroup_dir, struct start *start)
 }
 #endif
 
-pid_t vfork_into_cgroup(int cgroup_dir, int (*child)(void *arg), void *arg)
+/* Set once a child was killed at birth. Kernels with the kill-sequence
+ * check (6.13 and later, and stable backports) kill a child cloned with
+ * CLONE_INTO_CGROUP into a cgroup whose cgroup.kill count differs from
+ * that of the parent's cgroup: once either was killed (boxd's unit's
+ * cgroup, then boxd restarted in it; or the shims' cgroup), every such
+ * clone is, for good. From then on the child joins the cgroup itself,
+ * which costs the cgroup migration lock and is never killed so. */
+static bool clone_into_kills;
+
+/* The flag each child sets: shared memory, so that a child forked without
+ * CLONE_VM (the non-x86_64 path) sets ours too. */
+static volatile int *child_ran(void)
 {
-	struct start start = {child, arg};
+	static volatile int *flag;
+	if (!flag) {
+		void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		flag = page == MAP_FAILED ? NULL : page;
+	}
+	return flag;
+}
+
+static pid_t clone_blocked(int cgroup_dir, struct start *start)
+{
 	sigset_t all, before;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &before);
-	pid_t pid = clone_child(cgroup_dir, &start);
+	*start->ran = 0;
+	pid_t pid = clone_child(cgroup_dir, start);
 	int saved = errno;
 	pthread_sigmask(SIG_SETMASK, &before, NULL);
 	errno = saved;
 	return pid;
+}
+
+pid_t vfork_into_cgroup(int cgroup_dir, int (*child)(void *arg), void *arg)
+{
+	struct start start = {child, arg, -1, child_ran()};
+	if (!start.ran) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (!clone_into_kills) {
+		pid_t pid = clone_blocked(cgroup_dir, &start);
+		/* vfork returns once the child exec'd or ended: one that never
+		 * ran a line was killed before it could, at its birth. */
+		if (pid < 0 || *start.ran)
+			return pid;
+		waitpid(pid, NULL, 0); /* ours alone: no one else knows of it */
+		clone_into_kills = true;
+	}
+	start.join = cgroup_dir;
+	return clone_blocked(-1, &start);
 }

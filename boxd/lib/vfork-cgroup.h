@@ -13,7 +13,9 @@
 #include <sys/types.h>
 
 /* Runs `child(arg)` in a new process born in the cgroup `cgroup_dir` (an
- * O_PATH or O_DIRECTORY fd) and returns its pid once it has called execve
+ * O_PATH or O_DIRECTORY fd; where the kernel kills a child born so, once
+ * and from then on, one that joins the cgroup by its cgroup.procs before
+ * it runs `child`) and returns its pid once it has called execve
  * successfully or exited; -1 with errno set if it could not be made. The
  * child shares our memory until then and runs on a stack of its own with
  * every signal handler reset to the default and every signal blocked: it
