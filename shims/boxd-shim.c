@@ -482,6 +482,7 @@ static bool start(struct shim *shim)
 	shim->started_at = clock_now_ms();
 	shim->started_monotonic = clock_monotonic_ms();
 	if (!run_start(shim, code, sizeof code, error, sizeof error)) {
+		seed_unprotect(shim);
 		if (shim->pid > 0)
 			waitpid(shim->pid, NULL, 0);
 		prepare_remove_cgroups(shim);
@@ -522,6 +523,9 @@ static bool start(struct shim *shim)
 			shim->prep.is_protected = protected_add(shim->spec.protected_dir, getpid());
 		answer_ready(shim, &meta);
 	}
+	/* After the answer (nothing of the start waits on it) and before the
+	 * loop answers the command's guard: its own shell is its to signal. */
+	seed_unprotect(shim);
 	free(meta.cmd);
 	free(meta.cwd);
 	return written;

@@ -262,8 +262,19 @@ void seed_start(struct shim *shim)
 	if (pid > 0) {
 		p->seed = pid;
 		shim->born_in_cgroup = into; /* for seed_stop; spawn_child sets it anew */
+		/* Out of other commands' reach while it waits (a stop or a
+		 * trace would hold its command's start), as its shim is. */
+		if (shim->spec.protected_dir && protected_add(shim->spec.protected_dir, pid))
+			p->protected_seed = pid;
 	}
 	close(socket);
+}
+
+void seed_unprotect(struct shim *shim)
+{
+	if (shim->prep.protected_seed > 0 && shim->spec.protected_dir)
+		protected_remove(shim->spec.protected_dir, shim->prep.protected_seed);
+	shim->prep.protected_seed = 0;
 }
 
 /* A child that died of SIGKILL without having sent its guard listener
@@ -278,6 +289,7 @@ static bool killed_before_guard(int status, int guard)
 
 void seed_stop(struct shim *shim)
 {
+	seed_unprotect(shim);
 	if (shim->prep.seed <= 0)
 		return;
 	int status;
@@ -504,6 +516,7 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 					 "held before its exec for %d s (stopped, frozen or traced by "
 					 "another command) and killed", (int)pid, START_BOUND_MS / 1000);
 		}
+		seed_unprotect(shim);
 		/* Ended: reaped now, or by the loop once a tracer let it go. */
 		waitpid(pid, NULL, WNOHANG);
 		if (shim->born_in_cgroup && w.killed_unguarded && attempt == 0)

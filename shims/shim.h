@@ -63,6 +63,7 @@ struct shim_prepared {
 	int cgroup_fd;        /* O_PATH of job.v2_dir for CLONE_INTO_CGROUP; -1 */
 	int seed_socket;      /* the seed's socket from boxd, until the seed has it */
 	pid_t seed;           /* the seed (shim-run.c), 0: none */
+	pid_t protected_seed; /* the seed's entry among the protected, 0: none */
 	int out[2], err[2], in[2], report[2], guard[2], null_fd;
 	void *guard_filter;   /* the compiled seccomp filter; NULL: compile in the child */
 	bool is_protected;
@@ -135,6 +136,9 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 void seed_start(struct shim *shim);
 /* Ends a seed that did not get the spec (another id, or boxd went away). */
 void seed_stop(struct shim *shim);
+/* Removes the waiting seed's entry among the protected processes: once it
+ * is the command, its own command may signal it. */
+void seed_unprotect(struct shim *shim);
 /* Signals the whole tree: the cgroup when there is one, else the process
  * group and every descendant found under the shim in /proc. */
 void run_signal_tree(struct shim *shim, int signal);

@@ -314,6 +314,23 @@ def test_seeds_held_by_another_command_do_not_hold_the_commands(box, how):
                 pass
 
 
+def test_waiting_seeds_are_out_of_other_commands_reach_and_a_command_may_signal_itself(box):
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    waiting = [seed for pid in ready for seed in seeds(pid)]
+    # One of them is this command's own shell by now: not that one.
+    body = ok(box, " ".join(f"[ {seed} = $$ ] || {{ kill -STOP {seed}; echo $?; }};"
+                            for seed in waiting), timeoutSec=10)
+    assert body["stdout"] == "1\n" * (len(waiting) - 1), body
+    still = [seed for seed in waiting if alive(seed)]
+    assert len(still) == len(waiting) - 1, (still, waiting)
+    assert all(open(f"/proc/{seed}/stat").read().rsplit(")", 1)[1].split()[0] != "T"
+               for seed in still)
+    # Its own shell, the seed a moment ago, is the command's to signal.
+    assert ok(box, "kill -TERM $$; sleep 5")["exitCode"] == 143
+
+
 def test_a_traced_seed_is_replaced_and_its_command_runs_once(box):
     """A seed held in a ptrace stop (SIGCONT does nothing to that): at the
     start's bound its shim kills it, and since it never exec'd the command
