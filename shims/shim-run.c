@@ -492,7 +492,8 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 {
 	struct shim_prepared *p = &shim->prep;
 	for (int attempt = 0;; attempt++) {
-		/* The child's ends go from here: their end is the child's. */
+		/* Our copies of the child's ends go: each then ends with the
+		 * child's (at its exec or its death). */
 		watch_close(&p->report[1]);
 		watch_close(&p->guard[1]);
 		struct start_watch w = {.report = p->report[0], .guard = p->guard[0], .listener = -1};
