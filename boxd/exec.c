@@ -28,6 +28,7 @@
 #include "log.h"
 #include "init.h"
 #include "protect.h"
+#include "protected.h"
 #include "random-id.h"
 #include "redact.h"
 #include "report.h"
@@ -388,6 +389,9 @@ void exec_job_lost(struct exec_job *job)
 	if (job->state == EXEC_ENDED)
 		return;
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
+	/* boxd itself may have been moved there by the command. */
+	if (tree.v2_dir && protect_dir())
+		protected_rescue(protect_dir(), tree.v2_dir);
 	if (cgroup_job_signal(&tree, SIGKILL) < 0 && job->meta.pid > 0)
 		kill(-job->meta.pid, SIGKILL);
 	/* A shim that could not write its record on a full run dir looks the

@@ -482,6 +482,7 @@ static bool start(struct shim *shim)
 	shim->started_at = clock_now_ms();
 	shim->started_monotonic = clock_monotonic_ms();
 	if (!run_start(shim, code, sizeof code, error, sizeof error)) {
+		seed_unprotect(shim);
 		if (shim->pid > 0)
 			waitpid(shim->pid, NULL, 0);
 		prepare_remove_cgroups(shim);
@@ -495,8 +496,10 @@ static bool start(struct shim *shim)
 	output_init(shim);
 	if (shim->spec.hold_output)
 		shim->held_until = shim->started_monotonic + SHIM_HOLD_MS;
+	/* From its exec: a start held by another command (shim-run.c) takes
+	 * none of the command's own time. */
 	if (shim->spec.timeout_ms > 0)
-		shim->timeout_at = shim->started_monotonic + shim->spec.timeout_ms;
+		shim->timeout_at = clock_monotonic_ms() + shim->spec.timeout_ms;
 	struct shim_meta meta = {
 		.id = shim->spec.id, .cmd = output_mask_text(shim->spec.cmd),
 		.cwd = output_mask_text(shim->spec.cwd),
@@ -520,6 +523,9 @@ static bool start(struct shim *shim)
 			shim->prep.is_protected = protected_add(shim->spec.protected_dir, getpid());
 		answer_ready(shim, &meta);
 	}
+	/* After the answer (nothing of the start waits on it) and before the
+	 * loop answers the command's guard: its own shell is its to signal. */
+	seed_unprotect(shim);
 	free(meta.cmd);
 	free(meta.cwd);
 	return written;

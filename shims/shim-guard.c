@@ -31,10 +31,13 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/filter.h>
+#include <linux/magic.h>
 
 #include "fd-passing.h"
 #include "io.h"
@@ -42,9 +45,25 @@
 #include "protected.h"
 #include "shim.h"
 
+/* The calls that act on another process with ptrace-level access (Linux
+ * 6.1 to 6.18), beside ptrace and process_vm_*:
+ * - pidfd_getfd copies any fd of the target (a shim's guard listener, then
+ *   a command approves its own kill of boxd; boxd's listening socket);
+ * - process_madvise pages out or drops the target's memory;
+ * - process_mrelease reaps the memory of a target that is dying;
+ * - kcmp tells which of the target's fds are which file (how to aim
+ *   pidfd_getfd); it takes two pids, either may be protected.
+ * Not asked, because they do nothing to the target: pidfd_open (a handle;
+ * what is done with it is judged here), waitid(P_PIDFD) (own children
+ * only), setns on a pidfd (joins namespaces, which a root command can
+ * anyway; the target is untouched), the pidfd ioctls (6.11+: namespace
+ * fds and facts, read-only), open_by_handle_at on pidfs (6.13+: a pidfd
+ * again), get_robust_list (reads a pointer), move_pages and migrate_pages
+ * (NUMA placement of pages; the process goes on). */
 static const char *const whole_syscalls[] = {
 	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
 	"ptrace", "process_vm_readv", "process_vm_writev",
+	"pidfd_getfd", "process_madvise", "process_mrelease", "kcmp",
 };
 
 /* A rule for the native and the 32-bit architectures. A name a given
@@ -151,14 +170,6 @@ bool guard_install(int channel, const void *prepared)
 	return sent;
 }
 
-int guard_receive(int channel)
-{
-	int fd = receive_fd(channel, NULL);
-	if (fd >= 0)
-		fcntl(fd, F_SETFL, O_NONBLOCK);
-	return fd;
-}
-
 bool guard_channel_renew(int ends[2])
 {
 	for (int i = 0; i < 2; i++)
@@ -220,11 +231,40 @@ static bool owner_protected(const struct shim *shim, long owner)
 	return is_protected(shim, owner);
 }
 
-/* The pid a pidfd (or a /proc/PID dir fd, wherever /proc is mounted) of
- * `caller` refers to, or 0. */
+/* The pid a /proc/PID dir fd of `caller` names (its own `stat` says,
+ * wherever that /proc is mounted), or 0. The fd is the command's: it may be
+ * any directory, holding a FIFO or a symlink called `stat`, and an open that
+ * waits would wedge the shim's one loop (no timeout, no stop). So only a
+ * directory of a procfs, and in it a regular file, opened without waiting. */
+static long proc_dir_target(pid_t caller, long fd)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/fd/%ld", caller, fd);
+	int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statfs fs;
+	bool procfs = dir >= 0 && fstatfs(dir, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+	int stat_fd = procfs ? openat(dir, "stat", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+			     : -1;
+	if (dir >= 0)
+		close(dir);
+	struct stat st;
+	char text[64];
+	ssize_t n = -1;
+	if (stat_fd >= 0 && fstat(stat_fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(stat_fd, text, sizeof text - 1);
+	if (stat_fd >= 0)
+		close(stat_fd);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	return strtol(text, NULL, 10);
+}
+
+/* The pid a pidfd (or a /proc/PID dir fd) of `caller` refers to, or 0. */
 static long pidfd_target(pid_t caller, long fd)
 {
 	char path[96], line[256];
+	/* The kernel's own file about the fd: nothing of the command's. */
 	snprintf(path, sizeof path, "/proc/%d/fdinfo/%ld", caller, fd);
 	FILE *f = fopen(path, "re");
 	long pid = 0;
@@ -233,16 +273,7 @@ static long pidfd_target(pid_t caller, long fd)
 			break;
 	if (f)
 		fclose(f);
-	if (pid)
-		return pid;
-	/* A /proc/PID dir: its own stat names the pid, whatever its path. */
-	snprintf(path, sizeof path, "/proc/%d/fd/%ld/stat", caller, fd);
-	f = fopen(path, "re");
-	if (f && fscanf(f, "%ld", &pid) != 1)
-		pid = 0;
-	if (f)
-		fclose(f);
-	return pid;
+	return pid ? pid : proc_dir_target(caller, fd);
 }
 
 /* Reads `size` bytes at `address` in the calling process. */
@@ -288,6 +319,11 @@ static bool refuse(const struct shim *shim, const struct seccomp_notif *n, const
 		return is_protected(shim, first);
 	if (!strcmp(name, "pidfd_send_signal"))
 		return n->data.args[1] != 0 && is_protected(shim, pidfd_target((pid_t)n->pid, first));
+	if (!strcmp(name, "pidfd_getfd") || !strcmp(name, "process_madvise") ||
+	    !strcmp(name, "process_mrelease"))
+		return is_protected(shim, pidfd_target((pid_t)n->pid, first));
+	if (!strcmp(name, "kcmp"))
+		return is_protected(shim, first) || is_protected(shim, (long)(int)n->data.args[1]);
 	bool third = !strcmp(name, "tgkill") || !strcmp(name, "rt_tgsigqueueinfo");
 	if ((int)n->data.args[third ? 2 : 1] == 0)
 		return false; /* probing whether a process exists is harmless */

@@ -4,7 +4,12 @@
  * (the one before is deleted) and LOG starts again, so at most the cap is on
  * disk and at least half of it is the newest output. boxd's log endpoint
  * reads LOG.1 and LOG as one. A write error (disk full) stops the log, not
- * the command: the error is kept for the exit record and the result. */
+ * the command: the error is kept for the exit record and the result.
+ *
+ * The logs' dir is in the work dir, where commands write, and the ids of
+ * commands to come can be read in the run dir (the spares'): a command can
+ * put a hard link to any file, or a FIFO, where a later command's log will
+ * be. A log is therefore never opened, only made anew (create_log). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -28,6 +33,21 @@ static void log_fail(struct shim_log *log, const char *what, int error)
 	log->fd = -1;
 }
 
+/* A new empty log at `path`. Whatever is there first is removed: a hard
+ * link would have the command's output written over another file, a FIFO
+ * would hold the shim in open(). O_EXCL then makes a regular file of our
+ * own or fails; EEXIST again means something was put back meanwhile. */
+static int create_log(const char *path)
+{
+	for (int attempt = 0; attempt < 4; attempt++) {
+		unlink(path); /* ENOENT for every ordinary command */
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
 void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
 {
 	*log = (struct shim_log){.fd = -1, .cap = cap, .path = xstrdup(path)};
@@ -49,7 +69,7 @@ void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
 		mkdir(dir, 0755);
 	}
 	free(dir);
-	log->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	log->fd = create_log(path);
 	if (log->fd < 0)
 		log_fail(log, "could not be opened:", errno);
 }
@@ -68,7 +88,7 @@ static void rotate(struct shim_log *log)
 	}
 	free(older);
 	close(log->fd);
-	log->fd = open(log->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	log->fd = create_log(log->path);
 	log->size = 0;
 	if (log->fd < 0)
 		log_fail(log, "could not be reopened:", errno);

@@ -202,6 +202,16 @@ void prepare_done(struct shim *shim)
 
 void prepare_remove_cgroups(struct shim *shim)
 {
+	const char *dir = shim->job.v2_dir;
+	/* Empty, it goes at once. Busy, the command made cgroups below it, or
+	 * moved a process in: a protected one goes home (it would otherwise
+	 * stay in a cgroup nobody removes, and keep it), then the empty ones
+	 * below go. */
+	if (dir && rmdir(dir) != 0 && errno == EBUSY) {
+		if (shim->spec.protected_dir)
+			protected_rescue(shim->spec.protected_dir, dir);
+		cgroup_remove_below(dir);
+	}
 	cgroup_job_remove(&shim->job);
 }
 

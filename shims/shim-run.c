@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include <linux/close_range.h>
 #include <linux/sched.h>
 
+#include "clock.h"
 #include "protected.h"
 #include "shim-protocol.h"
 #include "shim.h"
@@ -120,12 +122,22 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 	child_fail(report, "internal", "cannot run /bin/bash", errno);
 }
 
+/* Set once a child cloned into its cgroup was killed at birth: kernels
+ * with the kill-sequence check (6.13 and later, and stable backports) kill
+ * a child cloned with CLONE_INTO_CGROUP into a cgroup whose cgroup.kill
+ * count differs from its parent's, which is so for good once the shims'
+ * cgroup (or the command's) has been killed. From then on this process
+ * forks and has the child join its cgroup (cgroup_job_join), as without
+ * cgroup v2; a fork is never killed that way. */
+static bool clone_into_kills;
+
 /* fork(), but born in the command's cgroup v2 where the kernel can
  * (CLONE_INTO_CGROUP): moving a process later takes a lock that costs
  * milliseconds. The child then skips its own move into that cgroup. */
 static pid_t spawn_child(struct shim *shim)
 {
-	for (int round = 0; round < 2 && shim->job.v2_dir; round++) {
+	shim->born_in_cgroup = false;
+	for (int round = 0; round < 2 && shim->job.v2_dir && !clone_into_kills; round++) {
 		int dir = shim->prep.cgroup_fd;
 		struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 					  .cgroup = (uint64_t)dir};
@@ -158,24 +170,6 @@ static int make_script(const char *cmd)
 	}
 	lseek(fd, 0, SEEK_SET);
 	return fd;
-}
-
-/* Reads the child's report: empty means it exec'd. */
-static bool read_report(int report, char *code, size_t code_size, char *error, size_t error_size)
-{
-	char text[512];
-	ssize_t n;
-	do
-		n = read(report, text, sizeof text - 1);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return true;
-	text[n] = '\0';
-	char *tab = strchr(text, '\t');
-	if (tab)
-		*tab = '\0';
-	snprintf(code, code_size, "%s", text);
-	return text_fail(error, error_size, "%s", tab ? tab + 1 : "the command could not start");
 }
 
 /* ---- the seed ----
@@ -252,7 +246,7 @@ void seed_start(struct shim *shim)
 	int dir = p->cgroup_fd;
 	struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 				  .cgroup = (uint64_t)dir};
-	bool into = dir >= 0;
+	bool into = dir >= 0 && !clone_into_kills;
 	pid_t pid = into ? (pid_t)syscall(SYS_clone3, &args, sizeof args) : -1;
 	if (pid < 0 && !shim->job.v2_dir) {
 		into = false; /* no v2 cgroup here: a plain fork */
@@ -265,18 +259,288 @@ void seed_start(struct shim *shim)
 		shim->born_in_cgroup = into;
 		seed_main(shim, socket, shim_pid);
 	}
-	if (pid > 0)
+	if (pid > 0) {
 		p->seed = pid;
+		shim->born_in_cgroup = into; /* for seed_stop; spawn_child sets it anew */
+		/* Out of other commands' reach while it waits (a stop or a
+		 * trace would hold its command's start), as its shim is. */
+		if (shim->spec.protected_dir && protected_add(shim->spec.protected_dir, pid))
+			p->protected_seed = pid;
+	}
 	close(socket);
+}
+
+void seed_unprotect(struct shim *shim)
+{
+	if (shim->prep.protected_seed > 0 && shim->spec.protected_dir)
+		protected_remove(shim->spec.protected_dir, shim->prep.protected_seed);
+	shim->prep.protected_seed = 0;
+}
+
+/* A child that died of SIGKILL without having sent its guard listener
+ * (nothing waits on `guard`, the shim's end) never reached its exec: no
+ * command killed it (it had no command yet), the kernel did at its birth. */
+static bool killed_before_guard(int status, int guard)
+{
+	char byte;
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+	       recv(guard, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN;
 }
 
 void seed_stop(struct shim *shim)
 {
+	seed_unprotect(shim);
 	if (shim->prep.seed <= 0)
 		return;
+	int status;
+	if (waitpid(shim->prep.seed, &status, WNOHANG) == shim->prep.seed) {
+		/* Dead before its command came: killed at birth, the command's
+		 * fork must not be cloned into the cgroup either. */
+		if (shim->born_in_cgroup && killed_before_guard(status, shim->prep.guard[0]))
+			clone_into_kills = true;
+		shim->prep.seed = 0;
+		return;
+	}
 	kill(shim->prep.seed, SIGKILL);
 	waitpid(shim->prep.seed, NULL, 0);
 	shim->prep.seed = 0;
+}
+
+/* ---- a bounded start ----
+ *
+ * Until its exec the command's first process (the seed, or a fresh fork)
+ * is within reach of other commands: `kill -STOP`, a write of 1 to its
+ * cgroup's cgroup.freeze, a ptrace attach. The shim must not wait on it
+ * without bound, since its timeout is armed only once the start is done.
+ * So the shim waits for the guard's listener and the report with poll();
+ * without news after START_NUDGE_MS it sends SIGCONT and thaws the cgroup
+ * (again every START_NUDGE_MS), and at START_BOUND_MS it kills the child.
+ * A child that never exec'd is replaced by a fresh fork once (a command is
+ * never run twice); otherwise the start fails. The bound is generous: a
+ * loaded 2-vCPU VM can take a second or more to fork and exec, and a start
+ * past it only costs a second fork. The usual start waits as before. */
+#define START_NUDGE_MS 200
+#define START_BOUND_MS 5000
+/* How long a child killed at the bound may take to be seen dead. */
+#define START_REAP_MS 1000
+
+enum start_news {
+	START_EXECED,    /* it exec'd the command (or died after it had its guard) */
+	START_FAILED,    /* it reported why it could not */
+	START_NEVER_RAN, /* dead, or killed by us, before its exec: start again */
+	START_HELD,      /* held past the bound, and not known not to have exec'd */
+};
+
+/* The shim's ends of the child's report and guard channel, and what came. */
+struct start_watch {
+	int report, guard;
+	int listener;        /* the guard's listener, -1 until it came */
+	char text[512];      /* the report: empty when it exec'd */
+	size_t length;
+	bool killed_unguarded; /* died of SIGKILL before it sent the listener */
+};
+
+static void watch_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* What another command may have done to the child: undone. */
+static void nudge(const struct shim *shim, pid_t pid)
+{
+	kill(pid, SIGCONT);
+	if (shim->job.v2_dir)
+		cgroup_job_thaw(&shim->job);
+}
+
+/* Reads what came on the readable ends. */
+static void watch_read(struct start_watch *w, const struct pollfd ready[2])
+{
+	if (ready[0].revents) {
+		w->listener = receive_fd(w->guard, NULL);
+		if (w->listener >= 0)
+			fcntl(w->listener, F_SETFL, O_NONBLOCK);
+		watch_close(&w->guard); /* one listener; nothing else comes */
+	}
+	if (ready[1].revents) {
+		ssize_t n = read(w->report, w->text + w->length, sizeof w->text - 1 - w->length);
+		if (n > 0)
+			w->length += (size_t)n;
+		if (n == 0 || (n < 0 && errno != EINTR) || w->length == sizeof w->text - 1)
+			watch_close(&w->report);
+	}
+}
+
+/* The command name of `pid` (a zombie keeps it): ours until it exec'd. */
+static bool same_comm(pid_t pid)
+{
+	char path[64], theirs[32] = "", ours[32] = "";
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (!fgets(theirs, sizeof theirs, f))
+			theirs[0] = '\0';
+		fclose(f);
+	}
+	f = fopen("/proc/self/comm", "re");
+	if (f) {
+		if (!fgets(ours, sizeof ours, f))
+			ours[0] = '\0';
+		fclose(f);
+	}
+	return theirs[0] && !strcmp(theirs, ours);
+}
+
+/* True when the child `pid` has ended within `ms` (not reaped: a zombie).
+ * Bounded: a child traced by another command is reported to its tracer
+ * first, and to us only once the tracer has reaped it. */
+static bool ended_within(pid_t pid, int ms)
+{
+	int handle = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd gone = {.fd = handle, .events = POLLIN};
+	bool ended = handle >= 0 && poll(&gone, 1, ms) == 1;
+	if (handle >= 0)
+		close(handle);
+	return ended;
+}
+
+/* Kills a child held past the bound: NEVER_RAN when it ended without
+ * having exec'd (a zombie still has its name from before), else HELD. */
+static enum start_news kill_held(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	return ended_within(pid, START_REAP_MS) && same_comm(pid) ? START_NEVER_RAN : START_HELD;
+}
+
+/* Waits, bounded, for the child to exec or fail (see above). */
+static enum start_news start_wait(const struct shim *shim, pid_t pid, struct start_watch *w)
+{
+	int64_t begun = clock_monotonic_ms(), next_nudge = begun + START_NUDGE_MS;
+	while (w->report >= 0 || w->guard >= 0) {
+		int64_t now = clock_monotonic_ms();
+		if (now >= begun + START_BOUND_MS)
+			return kill_held(pid);
+		if (now >= next_nudge) {
+			nudge(shim, pid);
+			next_nudge = now + START_NUDGE_MS;
+		}
+		struct pollfd ready[2] = {{w->guard, POLLIN, 0}, {w->report, POLLIN, 0}};
+		int wait = (int)(next_nudge - now);
+		if (poll(ready, 2, wait) > 0)
+			watch_read(w, ready);
+	}
+	if (w->length)
+		return START_FAILED;
+	/* The report ended empty: exec'd, or died before. Without a listener
+	 * it never got as far as its guard, let alone its exec: dead (its
+	 * report ends only so), and no command ran. */
+	siginfo_t info = {0};
+	if (w->listener >= 0 || !ended_within(pid, START_REAP_MS) ||
+	    waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid)
+		return START_EXECED;
+	w->killed_unguarded = info.si_code == CLD_KILLED && info.si_status == SIGKILL;
+	return w->killed_unguarded ? START_NEVER_RAN : START_EXECED;
+}
+
+/* The report's "code\tsentence" as the start's failure. */
+static bool start_failed(struct start_watch *w, char *code, size_t code_size, char *error,
+			 size_t error_size)
+{
+	w->text[w->length] = '\0';
+	char *tab = strchr(w->text, '\t');
+	if (tab)
+		*tab = '\0';
+	snprintf(code, code_size, "%s", w->text);
+	return text_fail(error, error_size, "%s", tab ? tab + 1 : "the command could not start");
+}
+
+/* Forks the command; -1 with errno set. */
+static pid_t fork_command(struct shim *shim)
+{
+	struct shim_prepared *p = &shim->prep;
+	int script = make_script(shim->spec.cmd);
+	if (script < 0)
+		return -1;
+	pid_t pid = spawn_child(shim);
+	if (pid == 0) {
+		int fds[3] = {shim->spec.stdin_data ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+		child_run(shim, p->report[1], p->guard[1], fds, script, false);
+	}
+	int saved = errno;
+	close(script);
+	errno = saved;
+	return pid;
+}
+
+/* A new report pipe and guard channel for a second child. */
+static bool start_channels(struct shim_prepared *p)
+{
+	if (!guard_channel_renew(p->guard))
+		return false;
+	for (int i = 0; i < 2; i++)
+		watch_close(&p->report[i]);
+	return pipe2(p->report, O_CLOEXEC) == 0;
+}
+
+/* Starts the command in `pid` (the seed, or forked): true once it exec'd,
+ * with shim->pid and shim->guard_fd set; shim->pid stays 0 when the child
+ * is gone (reaped here) or out of reach. */
+static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_size, char *error,
+			 size_t error_size)
+{
+	struct shim_prepared *p = &shim->prep;
+	for (int attempt = 0;; attempt++) {
+		/* Our copies of the child's ends go: each then ends with the
+		 * child's (at its exec or its death). */
+		watch_close(&p->report[1]);
+		watch_close(&p->guard[1]);
+		struct start_watch w = {.report = p->report[0], .guard = p->guard[0], .listener = -1};
+		p->report[0] = p->guard[0] = -1;
+		enum start_news news = start_wait(shim, pid, &w);
+		watch_close(&w.report);
+		watch_close(&w.guard);
+		if (news == START_EXECED) {
+			shim->pid = pid;
+			shim->guard_fd = w.listener;
+			return true;
+		}
+		watch_close(&w.listener);
+		if (news == START_FAILED) {
+			shim->pid = pid; /* reaped by the caller: it exits at once */
+			return start_failed(&w, code, code_size, error, error_size);
+		}
+		if (news == START_HELD) {
+			snprintf(code, code_size, "internal");
+			return text_fail(error, error_size, "the command's first process (pid %d) was "
+					 "held before its exec for %d s (stopped, frozen or traced by "
+					 "another command) and killed", (int)pid, START_BOUND_MS / 1000);
+		}
+		seed_unprotect(shim);
+		/* Ended: reaped now, or by the loop once a tracer let it go. */
+		waitpid(pid, NULL, WNOHANG);
+		if (shim->born_in_cgroup && w.killed_unguarded && attempt == 0)
+			clone_into_kills = true; /* killed at birth: see spawn_child */
+		snprintf(code, code_size, "internal");
+		if (attempt > 0)
+			return text_fail(error, error_size, "the command's first process died before "
+					 "its exec, twice");
+		/* A seed that never ran the command: a fork of our own now, as
+		 * if there had been no seed; the seed's memory.max goes first. */
+		bool was_seeded = shim->seeded;
+		shim->seeded = false;
+		if (was_seeded && shim->spec.memory_max &&
+		    !cgroup_job_set_memory_max(&shim->job, shim->spec.memory_max))
+			return text_fail(error, error_size, "memoryMaxBytes cannot be enforced: %s",
+					 strerror(errno));
+		if (!start_channels(p))
+			return text_fail(error, error_size, "cannot make the start's channels: %s",
+					 strerror(errno));
+		pid = fork_command(shim);
+		if (pid < 0)
+			return text_fail(error, error_size, "cannot fork: %s", strerror(errno));
+	}
 }
 
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size)
@@ -284,30 +548,22 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 	struct shim_prepared *p = &shim->prep;
 	bool with_stdin = shim->spec.stdin_data != NULL;
 	pid_t pid;
-	int saved = 0;
 	if (shim->seeded) {
 		/* The seed has the spec too and is on its way to exec. */
 		pid = p->seed;
 		p->seed = 0;
 		shim->born_in_cgroup = true;
 	} else {
-		int script = make_script(shim->spec.cmd);
-		if (script < 0) {
-			snprintf(code, code_size, "internal");
-			return text_fail(error, error_size, "cannot pass the command text: %s",
-					 strerror(errno));
-		}
-		pid = spawn_child(shim);
-		if (pid == 0) {
-			int fds[3] = {with_stdin ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
-			child_run(shim, p->report[1], p->guard[1], fds, script, false);
-		}
-		saved = errno;
-		close(script);
+		pid = fork_command(shim);
+	}
+	bool ok;
+	if (pid < 0) {
+		snprintf(code, code_size, "internal");
+		ok = text_fail(error, error_size, "cannot fork: %s", strerror(errno));
+	} else {
+		ok = start_settle(shim, pid, code, code_size, error, error_size);
 	}
 	/* The child's ends, the cgroup's fd: the shim needs them no more. */
-	int report = p->report[0], guard = p->guard[0];
-	p->report[0] = p->guard[0] = -1;
 	prepare_done(shim);
 	shim->out.fd = p->out[0];
 	shim->err.fd = p->err[0];
@@ -317,18 +573,6 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 	else
 		close(p->in[1]);
 	p->in[1] = -1;
-	if (pid < 0) {
-		close(report);
-		close(guard);
-		snprintf(code, code_size, "internal");
-		snprintf(error, error_size, "cannot fork: %s", strerror(saved));
-		return false;
-	}
-	shim->pid = pid;
-	shim->guard_fd = guard_receive(guard);
-	close(guard);
-	bool ok = read_report(report, code, code_size, error, error_size);
-	close(report);
 	fcntl(shim->out.fd, F_SETFL, O_NONBLOCK);
 	fcntl(shim->err.fd, F_SETFL, O_NONBLOCK);
 	if (shim->stdin_fd >= 0)
@@ -384,10 +628,16 @@ static void signal_descendants(pid_t root, int signal)
 
 void run_signal_tree(struct shim *shim, int signal)
 {
-	/* A command may have moved boxd (or a shim) into its cgroup: send it
-	 * home first, or it would die with the command. */
+	/* A command may have moved boxd (or a shim) into its cgroup, or into
+	 * one below it (cgroup.kill reaches those too): send it home first, or
+	 * it would die with the command. */
 	if (shim->job.v2_dir && shim->spec.protected_dir)
 		protected_rescue(shim->spec.protected_dir, shim->job.v2_dir);
+	/* Frozen by another command, its processes would take SIGTERM only
+	 * once thawed, and so skip the grace it gives them (SIGKILL, and
+	 * cgroup.kill, end frozen processes all the same). */
+	if (shim->job.v2_dir)
+		cgroup_job_thaw(&shim->job);
 	if (shim->pid > 0 && !shim->exited)
 		kill(-shim->pid, signal);
 	if (cgroup_job_signal(&shim->job, signal) < 0)

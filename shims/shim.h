@@ -63,6 +63,7 @@ struct shim_prepared {
 	int cgroup_fd;        /* O_PATH of job.v2_dir for CLONE_INTO_CGROUP; -1 */
 	int seed_socket;      /* the seed's socket from boxd, until the seed has it */
 	pid_t seed;           /* the seed (shim-run.c), 0: none */
+	pid_t protected_seed; /* the seed's entry among the protected, 0: none */
 	int out[2], err[2], in[2], report[2], guard[2], null_fd;
 	void *guard_filter;   /* the compiled seccomp filter; NULL: compile in the child */
 	bool is_protected;
@@ -124,8 +125,10 @@ void prepare_remove_cgroups(struct shim *shim);
 bool prepare_cgroup_again(struct shim *shim);
 
 /* shim-run.c */
-/* Forks the command (or takes the seed that has its spec already); on
- * failure returns false with a code and a sentence. */
+/* Forks the command (or takes the seed that has its spec already) and
+ * waits, bounded, for its exec: a first process held by another command
+ * (stopped, frozen) is let go, or replaced by a fresh fork when it never
+ * exec'd. On failure returns false with a code and a sentence. */
 bool run_start(struct shim *shim, char *code, size_t code_size, char *error, size_t error_size);
 /* A spare's seed: the command's first process, forked now into the cgroups
  * made for it, where it waits for the spec on the socket boxd sent with the
@@ -133,6 +136,9 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 void seed_start(struct shim *shim);
 /* Ends a seed that did not get the spec (another id, or boxd went away). */
 void seed_stop(struct shim *shim);
+/* Removes the waiting seed's entry among the protected processes: once it
+ * is the command, its own command may signal it. */
+void seed_unprotect(struct shim *shim);
 /* Signals the whole tree: the cgroup when there is one, else the process
  * group and every descendant found under the shim in /proc. */
 void run_signal_tree(struct shim *shim, int signal);
@@ -186,8 +192,6 @@ void *guard_prepare(void);
  * Async-signal-safe enough for a child of a single-threaded parent. False
  * when the kernel refuses. */
 bool guard_install(int channel, const void *filter);
-/* In the shim: receives the notification fd from `channel`. */
-int guard_receive(int channel);
 /* In the shim: replaces the socket pair `ends` (the shim's end, the
  * child's) with a new one, so that nothing sent on the old one (a dropped
  * seed's listener) is received. False when no new pair can be made. */

@@ -199,9 +199,16 @@ static bool view_open(struct log_view *view, const char *path)
 	char *older = xasprintf("%s.1", path);
 	const char *paths[2] = {older, path};
 	for (int i = 0; i < 2; i++) {
+		/* The work dir is the commands': a FIFO put in a log's place
+		 * must not hold boxd's loop in open() or read(). */
 		struct stat info;
-		view->fd[i] = open(paths[i], O_RDONLY | O_CLOEXEC);
-		view->size[i] = view->fd[i] >= 0 && fstat(view->fd[i], &info) == 0 ? info.st_size : 0;
+		view->fd[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+		if (view->fd[i] >= 0 && (fstat(view->fd[i], &info) != 0 || !S_ISREG(info.st_mode))) {
+			close(view->fd[i]);
+			view->fd[i] = -1;
+			errno = EINVAL;
+		}
+		view->size[i] = view->fd[i] >= 0 ? info.st_size : 0;
 	}
 	free(older);
 	return view->fd[1] >= 0;

@@ -1,5 +1,6 @@
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -373,6 +374,11 @@ int cgroup_job_signal(const struct cgroup_job *job, int signal)
 	return count;
 }
 
+bool cgroup_job_thaw(const struct cgroup_job *job)
+{
+	return job->v2_dir && write_file(job->v2_dir, "cgroup.freeze", "0");
+}
+
 int cgroup_job_populated(const struct cgroup_job *job)
 {
 	const char *dir = job->v2_dir ? job->v2_dir : job->pids_dir;
@@ -433,6 +439,43 @@ void cgroup_job_remove(const struct cgroup_job *job)
 		rmdir(job->v2_dir);
 	if (job->pids_dir)
 		rmdir(job->pids_dir);
+}
+
+/* Below this many levels (or past this many cgroups) a command's own
+ * cgroups are left: the walk holds one open dir per level. */
+#define REMOVE_DEPTH 16
+#define REMOVE_COUNT 4096
+
+/* Removes the empty cgroups below `parent` (an open dir), children first;
+ * `budget` counts down the cgroups looked at. */
+static void remove_children(int parent, int depth, int *budget)
+{
+	DIR *dir = fdopendir(parent);
+	if (!dir) {
+		close(parent);
+		return;
+	}
+	struct dirent *item;
+	while (*budget > 0 && (item = readdir(dir))) {
+		if (item->d_type != DT_DIR || item->d_name[0] == '.')
+			continue;
+		(*budget)--;
+		int child = openat(dirfd(dir), item->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (child >= 0 && depth + 1 < REMOVE_DEPTH)
+			remove_children(child, depth + 1, budget);
+		else if (child >= 0)
+			close(child);
+		unlinkat(dirfd(dir), item->d_name, AT_REMOVEDIR); /* fails while busy */
+	}
+	closedir(dir);
+}
+
+void cgroup_remove_below(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int budget = REMOVE_COUNT;
+	if (fd >= 0)
+		remove_children(fd, 0, &budget);
 }
 
 void cgroup_job_free(struct cgroup_job *job)

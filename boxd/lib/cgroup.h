@@ -69,6 +69,9 @@ bool cgroup_move(const char *dir, pid_t pid);
 /* Signals every process of the job (cgroup.kill for SIGKILL where the kernel
  * has it). Returns how many processes it found, -1 when it could not tell. */
 int cgroup_job_signal(const struct cgroup_job *job, int signal);
+/* Writes 0 to the job's cgroup.freeze: another command may have frozen
+ * it. False without a v2 cgroup or a freezer there. */
+bool cgroup_job_thaw(const struct cgroup_job *job);
 /* True while any process is left in the job (-1: cannot tell). */
 int cgroup_job_populated(const struct cgroup_job *job);
 /* CPU time of the whole tree in ms, or -1. */
@@ -80,6 +83,9 @@ int64_t cgroup_job_peak_memory(const struct cgroup_job *job);
 int64_t cgroup_job_oom_kills(const struct cgroup_job *job);
 /* Removes the (empty) cgroup dirs. */
 void cgroup_job_remove(const struct cgroup_job *job);
+/* Removes the empty cgroups a command made below its own `dir` (a bounded
+ * walk: a few levels, a few thousand cgroups), so that dir can go too. */
+void cgroup_remove_below(const char *dir);
 void cgroup_job_free(struct cgroup_job *job);
 
 #endif

@@ -149,10 +149,13 @@ static bool entry_matches(const char *dir, pid_t pid, char *home, size_t home_si
 {
 	char path[PATH_MAX], text[PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The shims' guard reads this while a command waits: a FIFO put in
+	 * its place by a root command must not make the shim wait too. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
-	ssize_t n = read(fd, text, sizeof text - 1);
+	struct stat st;
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
 	close(fd);
 	if (n <= 0)
 		return false;
@@ -217,21 +220,38 @@ void protected_prune(const char *dir)
 	any_entry(dir, prune_one, NULL);
 }
 
+/* True when cgroup dir `inner` is `outer` or below it. */
+static bool within(const char *inner, const char *outer)
+{
+	size_t length = strlen(outer);
+	return strncmp(inner, outer, length) == 0 && (inner[length] == '\0' || inner[length] == '/');
+}
+
+struct rescue {
+	const char *cgroup_dir;
+	int moved;
+};
+
+static bool rescue_one(const char *dir, pid_t pid, void *arg)
+{
+	struct rescue *rescue = arg;
+	char home[PATH_MAX], now[PATH_MAX];
+	if (!entry_matches(dir, pid, home, sizeof home) || !home[0] || within(home, rescue->cgroup_dir))
+		return false;
+	protected_cgroup_of(pid, now, sizeof now);
+	if (now[0] && within(now, rescue->cgroup_dir))
+		rescue->moved += cgroup_move(home, pid);
+	return false;
+}
+
 int protected_rescue(const char *dir, const char *cgroup_dir)
 {
-	char path[PATH_MAX], home[PATH_MAX];
-	snprintf(path, sizeof path, "%s/cgroup.procs", cgroup_dir);
-	FILE *file = fopen(path, "re");
-	if (!file)
-		return 0;
-	int moved = 0;
-	long pid;
-	while (fscanf(file, "%ld", &pid) == 1) {
-		if (!entry_matches(dir, (pid_t)pid, home, sizeof home) || !home[0] ||
-		    strcmp(home, cgroup_dir) == 0)
-			continue;
-		moved += cgroup_move(home, (pid_t)pid);
-	}
-	fclose(file);
-	return moved;
+	/* From the protected side: each entry's process, wherever it is now.
+	 * A command can make cgroups below its own (or another job's) as deep
+	 * and as many as it likes, and cgroup.kill reaches them all, while the
+	 * protected processes are a few dozen at most: reading where each one
+	 * is costs the same whatever the command built, and needs no walk. */
+	struct rescue rescue = {cgroup_dir, 0};
+	any_entry(dir, rescue_one, &rescue);
+	return rescue.moved;
 }

@@ -49,9 +49,10 @@ void protected_prune(const char *dir);
 bool protected_is(const char *dir, pid_t pid);
 /* True when a protected process is in process group `pgid`. */
 bool protected_in_group(const char *dir, pid_t pgid);
-/* Before a command's cgroup is killed: moves every protected process found
- * in `cgroup_dir` back to its own cgroup (a command could have moved boxd
- * into it). Returns how many it moved. */
+/* Before a command's cgroup is killed (and before it is removed): moves
+ * every protected process found in `cgroup_dir` or in any cgroup below it
+ * back to its own cgroup (a command could have moved boxd there). Returns
+ * how many it moved. */
 int protected_rescue(const char *dir, const char *cgroup_dir);
 
 #endif

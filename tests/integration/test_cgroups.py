@@ -153,3 +153,65 @@ def test_bad_commands_cgroup_is_a_usage_error(tmp_path, value):
     out = subprocess.run([BOXD, "--run-dir", str(tmp_path), "--work-dir", str(tmp_path),
                           "--commands-cgroup", value], capture_output=True, text=True, timeout=10)
     assert out.returncode == 2 and "--commands-cgroup" in out.stderr
+
+
+def kill_cgroup(path):
+    """Its processes killed (new ones may come in meanwhile: boxd's spares)."""
+    with open(os.path.join(path, "cgroup.procs")) as f:
+        killed = [int(pid) for pid in f.read().split()]
+    with open(os.path.join(path, "cgroup.kill"), "w") as f:
+        f.write("1")
+    wait_for(lambda: not any(alive(pid) for pid in killed), what=f"{path} killed")
+
+
+def remove_tree(top):
+    """Every cgroup under `top` emptied and removed, deepest first."""
+    if not os.path.isdir(top):
+        return
+    kill_cgroup(top)
+    for directory, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+        remove_cgroup(directory)
+
+
+@pytest.mark.parametrize("killed", ["boxd", "shims"])
+def test_commands_run_after_a_cgroup_kill(boxd_factory, killed):
+    """Once a cgroup was killed (cgroup.kill), kernels with the kill-sequence
+    check kill at birth a child cloned with CLONE_INTO_CGROUP from a cgroup
+    whose kill count differs from the destination's: boxd's cgroup killed,
+    then boxd restarted in it (its shims' cgroup was not), or the shims'
+    cgroup killed under a running boxd. Commands run all the same."""
+    mount = cgroup2_mount()
+    if not mount or not os.access(mount, os.W_OK):
+        pytest.skip("no writable cgroup2 mount")
+    tag = uuid.uuid4().hex[:8]
+    own, name = f"{mount}/boxd-test-unit-{tag}", f"/boxd-test-commands-{tag}"
+    commands = mount + name
+    os.mkdir(own)
+    os.mkdir(commands)
+    instance = boxd_factory("--commands-cgroup", name, start=False)
+    # Started in a cgroup of its own, as systemd starts it in its unit's.
+    instance.args = (lambda *extra, original=instance.args:
+                     ["sh", "-c", f'echo $$ > {own}/cgroup.procs && exec "$@"', "sh",
+                      *original(*extra)])
+    try:
+        instance.start()
+        assert ok(instance, "echo before")["stdout"] == "before\n"
+        if killed == "boxd":
+            kill_cgroup(own)
+            instance.proc.wait(timeout=10)
+            instance.start()
+        else:
+            kill_cgroup(os.path.join(commands, "shims"))
+        for i in range(3):
+            body = ok(instance, f"echo {i}; exit {i}", timeoutSec=20)
+            assert body["stdout"] == f"{i}\n" and body["exitCode"] == i, body
+        job = start_bg(instance, "echo in the background")
+        assert wait_exited(instance, job)["exitCode"] == 0
+        assert instance.proc.poll() is None
+    finally:
+        instance.stop()
+        # Spares killed with their shims' cgroup left theirs (the next
+        # boxd's adoption removes them): the whole tree goes here first.
+        remove_tree(commands)
+        cleanup(instance)
+        remove_tree(own)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from conftest import BOXD, Boxd, wait_for
-from exec_helpers import alive, box, cleanup, ok, shim_states, start_bg  # noqa: F401
+from exec_helpers import alive, box, cleanup, ok, proc, run, shim_states, start_bg  # noqa: F401
 
 
 def other_shim(box):
@@ -66,6 +66,27 @@ def test_a_proc_dir_reached_through_a_bind_mount_is_still_refused(box, tmp_path)
     assert box.proc.poll() is None
 
 
+def test_a_fifo_called_stat_in_a_directory_does_not_wedge_the_guard(box, tmp_path):
+    """The guard reads a /proc/PID dir's `stat` to tell its pid: a directory
+    of the command's own with a FIFO called `stat` must not hold the shim in
+    open(), where it would miss the command's timeout."""
+    (tmp_path / "d").mkdir()
+    os.mkfifo(tmp_path / "d" / "stat")
+    script = ("import os, signal\n"
+              "for path in ('d', '/proc/BOXD'):\n"
+              "    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)\n"
+              "    try:\n"
+              "        signal.pidfd_send_signal(fd, 9)\n"
+              "    except OSError as e:\n"
+              "        print(e.errno, flush=True)\n").replace("BOXD", str(box.proc.pid))
+    status, body = run(box, "python3 - && sleep 60", stdin=script, cwd=str(tmp_path),
+                       timeoutSec=2, timeout=20)
+    assert status == 200, body
+    assert body["stdout"] == "9\n1\n", body  # EBADF: not a pidfd; EPERM: boxd
+    assert body["timedOut"] is True and body["durationMs"] < 6000, body
+    assert box.proc.poll() is None
+
+
 @pytest.mark.parametrize("how", [
     "fcntl.fcntl(r, fcntl.F_SETOWN, PID)",
     "fcntl.fcntl(r, fcntl.F_SETOWN, -GROUP)",
@@ -121,18 +142,114 @@ def test_tracing_or_writing_into_protected_processes_is_refused(box):
     assert box.proc.poll() is None
 
 
-def test_boxd_moved_into_a_commands_cgroup_survives_its_timeout(box):
-    """A command that puts boxd's pid into its own cgroup: when the command
-    times out and its cgroup is killed, boxd is sent home first."""
-    script = ("cg=$(sed -n 's/^0:://p' /proc/self/cgroup); "
-              "m=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo); "
-              f"echo {box.proc.pid} > \"$m$cg/cgroup.procs\" || exit 7; "
-              f"grep -qx {box.proc.pid} \"$m$cg/cgroup.procs\" && echo moved; sleep 60")
-    body = ok(box, script, timeoutSec=1)
-    if "moved" not in body["stdout"]:
-        pytest.fail(f"the command could not move boxd into its cgroup here: {body}")
-    assert body["timedOut"] is True
+PIDFD_CALLS = """
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def call(number, *args):
+    result = libc.syscall(number, *args)
+    return result, (errno.errorcode[ctypes.get_errno()] if result < 0 else "ok")
+
+def getfd(pid, fd):
+    handle = os.pidfd_open(pid)
+    result, said = call(438, handle, fd, 0)  # pidfd_getfd
+    if result >= 0:
+        os.close(result)
+    os.close(handle)
+    return said
+
+def own_shim():
+    pid = os.getpid()
+    while pid > 1:
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "boxd-shim":
+            return pid
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+with open(f"/proc/{BOXD}/maps") as f:
+    start = int(f.readline().split("-")[0], 16)
+page = iovec(start, 4096)
+handle = os.pidfd_open(BOXD)
+print("shim", sorted({getfd(own_shim(), fd) for fd in range(64)}))
+print("boxd", sorted({getfd(BOXD, fd) for fd in range(64)}))
+print("madvise", call(440, handle, ctypes.byref(page), 1, 20, 0)[1])  # MADV_COLD
+print("mrelease", call(448, handle, 0)[1])
+print("kcmp", call(312, os.getpid(), BOXD, 0, 1, 1)[1])  # KCMP_FILE
+child = subprocess.Popen(["sleep", "30"])
+print("own", getfd(child.pid, 1), getfd(os.getpid(), 0))
+child.kill()
+"""
+
+
+def test_fds_and_memory_of_protected_processes_cannot_be_reached_through_a_pidfd(box):
+    """pidfd_getfd would hand a command its shim's guard listener (then it
+    approves its own kill of boxd) or boxd's listening socket; process_madvise,
+    process_mrelease and kcmp act on or look into another process alike."""
+    body = ok(box, "python3 -", stdin=PIDFD_CALLS.replace("BOXD", str(box.proc.pid)))
+    assert body["stdout"].splitlines() == [
+        "shim ['EPERM']", "boxd ['EPERM']", "madvise EPERM", "mrelease EPERM", "kcmp EPERM",
+        "own ok ok"], body
     assert box.proc.poll() is None
+    assert ok(box, "echo still")["stdout"] == "still\n"
+
+
+MOVE_BOXD = ("cg=$(sed -n 's/^0:://p' /proc/self/cgroup); "
+             "m=$(awk '$9 == \"cgroup2\" {print $5; exit}' /proc/self/mountinfo); "
+             "into=\"${INTO:-$m$cg}$SUB\"; mkdir -p \"$into\" || exit 6; "
+             "echo BOXD > \"$into/cgroup.procs\" || exit 7; "
+             "grep -qx BOXD \"$into/cgroup.procs\" && echo moved; ")
+
+
+def cgroup_of(pid):
+    with open(f"/proc/{pid}/cgroup") as f:
+        return [line for line in f.read().splitlines() if line.startswith("0::")][0]
+
+
+def move_boxd(box, then, into="", sub="", **fields):
+    body = ok(box, MOVE_BOXD.replace("BOXD", str(box.proc.pid)) + then,
+              env={"INTO": into, "SUB": sub}, **fields)
+    if "moved" not in body["stdout"]:
+        pytest.fail(f"the command could not move boxd into that cgroup here: {body}")
+    return body
+
+
+@pytest.mark.parametrize("sub", ["", "/sub", "/sub/deeper/still"])
+def test_boxd_moved_into_a_commands_cgroup_survives_its_timeout(box, sub):
+    """A command that puts boxd's pid into its own cgroup, or into one it
+    made below it (cgroup.kill reaches those too): when the command times out
+    and its cgroup is killed, boxd is sent home first."""
+    home = cgroup_of(box.proc.pid)
+    body = move_boxd(box, "sleep 60", sub=sub, timeoutSec=1)
+    assert body["timedOut"] is True
+    assert box.proc.poll() is None and cgroup_of(box.proc.pid) == home
+    assert ok(box, "echo still")["stdout"] == "still\n"
+
+
+def test_boxd_moved_below_another_jobs_cgroup_survives_its_stop(box):
+    home = cgroup_of(box.proc.pid)
+    job = start_bg(box, "sleep 60")
+    other = wait_for(lambda: [s for s in shim_states(box) if s["id"] == job],
+                     what="the other job")[0]["cgroup"]
+    move_boxd(box, "true", into=other, sub="/sub/deeper")
+    status, body = box.call("POST", f"/v1/procs/{job}/stop", {"signal": "SIGKILL"})
+    assert status == 200, body
+    wait_for(lambda: proc(box, job)["state"] == "exited", what="the other job to end")
+    assert box.proc.poll() is None and cgroup_of(box.proc.pid) == home
+    assert ok(box, "echo still")["stdout"] == "still\n"
+    wait_for(lambda: not os.path.exists(other), what="the other job's cgroups removed")
+
+
+def test_boxd_left_below_a_commands_cgroup_goes_home_at_its_end(box):
+    """No timeout, no stop: the command ends with boxd in a cgroup below its
+    own. Its shim sends boxd home before it removes the command's cgroups."""
+    home = cgroup_of(box.proc.pid)
+    body = move_boxd(box, "exit 0", sub="/sub")
+    assert body["exitCode"] == 0
+    wait_for(lambda: cgroup_of(box.proc.pid) == home, what="boxd back in its own cgroup")
     assert ok(box, "echo still")["stdout"] == "still\n"
 
 

@@ -81,6 +81,18 @@ def test_log_tail_offset_and_size(box):
     assert response.status == 200 and response.body == b""
 
 
+def test_a_fifo_in_place_of_a_log_does_not_hold_boxd(box):
+    """The logs are in the work dir, the commands': one replaced by a FIFO
+    is no log, and boxd's loop never waits on it."""
+    bg_id = start_bg(box, "echo one")
+    path = wait_exited(box, bg_id)["logPath"]
+    os.unlink(path)
+    os.mkfifo(path)
+    response = box.request("GET", f"/v1/procs/{bg_id}/log?tail=3", timeout=10)
+    assert response.status != 200, response
+    assert box.call("GET", "/v1/health", timeout=10)[0] == 200
+
+
 def test_shim_killed_from_outside_is_reported(box):
     bg_id = start_bg(box, "setsid sleep 200 & echo $!; sleep 200")
     wait_for(lambda: proc(box, bg_id)["logBytes"] > 0, what="the child pid in the log")

@@ -11,8 +11,10 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import BUILD_DIR, wait_for
-from exec_helpers import alive, box, ok, proc, read_fields, start_bg, wait_exited  # noqa: F401
+from exec_helpers import alive, box, ok, proc, read_fields, run, start_bg, wait_exited  # noqa: F401
 from screen_helpers import children_named
 
 SHIM = os.path.join(BUILD_DIR, "shims", "boxd-shim")
@@ -229,6 +231,135 @@ def test_a_killed_seed_changes_nothing_for_the_command(box):
     body = ok(box, "echo $$ $PPID")
     shell, parent = map(int, body["stdout"].split())
     assert parent in seeded and seeded[parent] == shell, (body, seeded)
+
+
+def plant_at_future_logs(box, plant):
+    """Calls plant(path) at the log path of each spare's id: what a command
+    that reads the run dir can do before the next commands come."""
+    logs = os.path.join(box.work_dir, ".sbx", "logs")
+    os.makedirs(logs, exist_ok=True)
+    ids = set(two_spares(box).values())
+    for spare_id in ids:
+        plant(os.path.join(logs, f"{spare_id}.log"))
+    return ids, logs
+
+
+def test_a_hard_link_at_a_future_log_path_is_not_written_through(box, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    ids, logs = plant_at_future_logs(box, lambda path: os.link(victim, path))
+    body = ok(box, "echo hello")
+    assert body["id"] in ids, (body, ids)
+    assert victim.read_text() == "keep me\n" and os.stat(victim).st_nlink == 2
+    with open(os.path.join(logs, f"{body['id']}.log")) as f:
+        assert f.read() == "hello\n"
+
+
+def test_a_fifo_at_a_future_log_path_does_not_hold_the_command(box):
+    ids, logs = plant_at_future_logs(box, os.mkfifo)
+    status, body = run(box, "echo hello", timeoutSec=3, timeout=20)
+    assert status == 200 and body["exitCode"] == 0 and body["stdout"] == "hello\n", body
+    assert body["id"] in ids, (body, ids)
+    with open(os.path.join(logs, f"{body['id']}.log")) as f:
+        assert f.read() == "hello\n"
+
+
+def seed_cgroup(seed):
+    with open(f"/proc/{seed}/cgroup") as f:
+        path = [line[3:] for line in f.read().splitlines() if line.startswith("0::")][0]
+    with open("/proc/self/mountinfo") as f:
+        mount = [line.split()[4] for line in f if " - cgroup2 " in line][0]
+    return mount + path
+
+
+def hold_seeds(box, how):
+    """Every waiting seed stopped (SIGSTOP) or its cgroup frozen, as another
+    command can do; returns the cgroups frozen."""
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    frozen = []
+    for seed in [seed for pid in ready for seed in seeds(pid)]:
+        if how == "stop":
+            os.kill(seed, signal.SIGSTOP)
+            continue
+        frozen.append(seed_cgroup(seed))
+        with open(os.path.join(frozen[-1], "cgroup.freeze"), "w") as f:
+            f.write("1")
+    for cgroup in frozen:
+        wait_for(lambda: "frozen 1" in open(os.path.join(cgroup, "cgroup.events")).read(),
+                 what=f"{cgroup} frozen")
+    return frozen
+
+
+@pytest.mark.parametrize("how", ["stop", "freeze"])
+def test_seeds_held_by_another_command_do_not_hold_the_commands(box, how):
+    """A seed stopped or frozen while it waits: the shim lets it go (SIGCONT,
+    a thaw) and the command runs, its timeout armed, well within it."""
+    frozen = []
+    try:
+        for i in range(3):
+            frozen += hold_seeds(box, how)
+            begun = time.monotonic()
+            status, body = run(box, f"echo {i}; exit {i}", timeoutSec=3, timeout=15)
+            took = time.monotonic() - begun
+            assert status == 200 and body["stdout"] == f"{i}\n" and body["exitCode"] == i, body
+            assert body["timedOut"] is False and took < 3, (took, body)
+    finally:
+        for cgroup in frozen:
+            try:
+                with open(os.path.join(cgroup, "cgroup.freeze"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+
+
+def test_waiting_seeds_are_out_of_other_commands_reach_and_a_command_may_signal_itself(box):
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    waiting = [seed for pid in ready for seed in seeds(pid)]
+    # One of them is this command's own shell by now: not that one.
+    body = ok(box, " ".join(f"[ {seed} = $$ ] || {{ kill -STOP {seed}; echo $?; }};"
+                            for seed in waiting), timeoutSec=10)
+    assert body["stdout"] == "1\n" * (len(waiting) - 1), body
+    still = [seed for seed in waiting if alive(seed)]
+    assert len(still) == len(waiting) - 1, (still, waiting)
+    assert all(open(f"/proc/{seed}/stat").read().rsplit(")", 1)[1].split()[0] != "T"
+               for seed in still)
+    # Its own shell, the seed a moment ago, is the command's to signal.
+    assert ok(box, "kill -TERM $$; sleep 5")["exitCode"] == 143
+
+
+def test_a_traced_seed_is_replaced_and_its_command_runs_once(box):
+    """A seed held in a ptrace stop (SIGCONT does nothing to that): at the
+    start's bound its shim kills it, and since it never exec'd the command
+    runs in a fresh fork, once."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ready = wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 and
+                              all(seeds(p) for p in s) else None)(spares(box)),
+                     what="two spares with their seeds")
+    traced = [seed for pid in ready for seed in seeds(pid)]
+    for seed in traced:
+        assert libc.ptrace(0x4206, seed, 0, 0) == 0, ctypes.get_errno()  # PTRACE_SEIZE
+        assert libc.ptrace(0x4207, seed, 0, 0) == 0, ctypes.get_errno()  # PTRACE_INTERRUPT
+    marker = box.work_dir + "/ran"
+    try:
+        begun = time.monotonic()
+        status, body = run(box, f"echo once >> {marker}; echo ran", timeoutSec=3, timeout=30)
+        took = time.monotonic() - begun
+        assert status == 200 and body["stdout"] == "ran\n" and body["exitCode"] == 0, body
+        assert 4 < took < 5 + 4, took
+        with open(marker) as f:
+            assert f.read() == "once\n"
+    finally:
+        for seed in traced:
+            libc.ptrace(17, seed, 0, 0)  # PTRACE_DETACH (a stopped one)
+            try:
+                os.waitpid(seed, os.WNOHANG | 0x40000000)  # __WALL: a killed one
+            except ChildProcessError:
+                pass
 
 
 def test_concurrent_commands_never_share_a_spare(box):
