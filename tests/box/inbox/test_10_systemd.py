@@ -14,7 +14,7 @@ def check_boxd_ready_under_systemd():
     assert u["NRestarts"] == "0", u
     # STATUS= as sent with READY=1 by boxd's notify code.
     assert u["StatusText"].startswith("serving on /run/boxd/boxd.sock"), u["StatusText"]
-    assert u["WatchdogUSec"] == "30s", u["WatchdogUSec"]
+    assert u["WatchdogUSec"] == "10s", u["WatchdogUSec"]
     ready = int(u["ActiveEnterTimestampMonotonic"])  # µs since boot: READY=1 arrived
     started = int(u["ExecMainStartTimestampMonotonic"])
     assert 0 < started < ready, u
