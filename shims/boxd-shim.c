@@ -49,6 +49,8 @@
 #include "xalloc.h"
 
 #define SHIM_TERM_GRACE_MS 5000
+/* A tree that outlived its SIGKILL is killed again this often. */
+#define SHIM_KILL_AGAIN_MS 1000
 
 static struct shim shim_state;
 
@@ -286,6 +288,13 @@ static void write_stdin(struct shim *shim)
 	}
 }
 
+/* True while the shim has a child (a live one, or one to reap). */
+static bool has_children(void)
+{
+	siginfo_t info;
+	return waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
 static void check_timers(struct shim *shim)
 {
 	int64_t now = clock_monotonic_ms();
@@ -302,6 +311,16 @@ static void check_timers(struct shim *shim)
 	if (shim->kill_at && now >= shim->kill_at) {
 		shim->kill_at = 0;
 		run_signal_tree(shim, SIGKILL);
+		/* Again while anything of the tree lives, found by its parent
+		 * chain too: a process forked at the moment of the kill escapes
+		 * it on kernels without the kill sequence (before 6.14, a fork
+		 * bomb would go on for good), and a descendant that left its
+		 * cgroup and its session is still the command's. */
+		if (shim->killed_once)
+			run_kill_descendants();
+		shim->killed_once = true;
+		if (cgroup_job_populated(&shim->job) == 1 || has_children())
+			shim->kill_at = now + SHIM_KILL_AGAIN_MS;
 	}
 }
 

@@ -626,6 +626,11 @@ static void signal_descendants(pid_t root, int signal)
 	free(pairs);
 }
 
+void run_kill_descendants(void)
+{
+	signal_descendants(getpid(), SIGKILL);
+}
+
 void run_signal_tree(struct shim *shim, int signal)
 {
 	/* A command may have moved boxd (or a shim) into its cgroup, or into

@@ -93,6 +93,7 @@ struct shim {
 	int wait_status;
 	bool timed_out;
 	int64_t kill_at;      /* monotonic ms of the pending SIGKILL, 0: none */
+	bool killed_once;     /* a SIGKILL went to the tree: later ones seek it out */
 	int64_t timeout_at;   /* monotonic ms of the timeout, 0: none */
 	int64_t held_until;   /* output is not read before a subscriber comes or then */
 	bool recorded;        /* the exit record is written (or in exit_notice) */
@@ -142,6 +143,9 @@ void seed_unprotect(struct shim *shim);
 /* Signals the whole tree: the cgroup when there is one, else the process
  * group and every descendant found under the shim in /proc. */
 void run_signal_tree(struct shim *shim, int signal);
+/* SIGKILL to every process whose parent chain leads to the shim, wherever
+ * it is (a descendant that left its cgroup and its session included). */
+void run_kill_descendants(void);
 
 /* shim-output.c */
 void output_init(struct shim *shim);

@@ -381,10 +381,19 @@ bool cgroup_job_thaw(const struct cgroup_job *job)
 
 int cgroup_job_populated(const struct cgroup_job *job)
 {
-	const char *dir = job->v2_dir ? job->v2_dir : job->pids_dir;
-	if (!dir)
+	/* v2 says it of the whole subtree, cgroups a command made below its
+	 * own included; v1's cgroup.procs only of the dir itself. */
+	if (job->v2_dir) {
+		char *events = read_file(job->v2_dir, "cgroup.events");
+		char *at = events ? strstr(events, "populated ") : NULL;
+		int populated = at ? at[10] == '1' : -1;
+		free(events);
+		if (populated >= 0)
+			return populated;
+	}
+	if (!job->pids_dir)
 		return -1;
-	char *procs = read_file(dir, "cgroup.procs");
+	char *procs = read_file(job->pids_dir, "cgroup.procs");
 	if (!procs)
 		return -1;
 	int populated = procs[0] != '\0';

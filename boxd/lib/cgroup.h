@@ -72,7 +72,8 @@ int cgroup_job_signal(const struct cgroup_job *job, int signal);
 /* Writes 0 to the job's cgroup.freeze: another command may have frozen
  * it. False without a v2 cgroup or a freezer there. */
 bool cgroup_job_thaw(const struct cgroup_job *job);
-/* True while any process is left in the job (-1: cannot tell). */
+/* True while any process is left in the job, in cgroups below its own
+ * too where cgroup v2 tells (-1: cannot tell). */
 int cgroup_job_populated(const struct cgroup_job *job);
 /* CPU time of the whole tree in ms, or -1. */
 int64_t cgroup_job_cpu_ms(const struct cgroup_job *job);
