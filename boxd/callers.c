@@ -2,9 +2,9 @@
 
 #include <limits.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "protected.h"
 
 /* How far up the parent chain to look: deeper trees than this are a
@@ -17,13 +17,6 @@ void callers_init(const char *protected, const char *commands)
 {
 	protected_dir = protected;
 	commands_cgroup = commands;
-}
-
-/* `dir` is `base` or below it, by whole path components. */
-static bool under(const char *dir, const char *base)
-{
-	size_t length = strlen(base);
-	return strncmp(dir, base, length) == 0 && (dir[length] == '\0' || dir[length] == '/');
 }
 
 /* In the commands' cgroup and not the keeper (boxd-shim --keep-cgroup, the
@@ -39,11 +32,11 @@ static bool in_commands_cgroup(pid_t pid, bool *gone)
 		*gone = protected_start_time(pid) == 0;
 		return false;
 	}
-	if (!under(dir, commands_cgroup))
+	if (!cgroup_dir_within(dir, commands_cgroup))
 		return false;
 	char keeper[PATH_MAX];
 	snprintf(keeper, sizeof keeper, "%s/keeper", commands_cgroup);
-	return !under(dir, keeper);
+	return !cgroup_dir_within(dir, keeper);
 }
 
 /* Below a protected process other than boxd: a shim (every command's

@@ -22,6 +22,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "io.h"
 #include "log.h"
 #include "xalloc.h"
@@ -98,9 +99,11 @@ static void thaw_chain(void)
 		if (!strcmp(dir, top_dir))
 			break;
 		char *slash = strrchr(dir, '/');
-		if (!slash || slash == dir || strncmp(dir, top_dir, strlen(top_dir)) != 0)
+		if (!slash || slash == dir)
 			break;
 		*slash = '\0';
+		if (!cgroup_dir_within(dir, top_dir))
+			break;
 	}
 }
 

@@ -315,6 +315,12 @@ bool cgroup_job_rename(struct cgroup_job *job, const char *v2_base, const char *
 	return true;
 }
 
+bool cgroup_dir_within(const char *inner, const char *outer)
+{
+	size_t length = strlen(outer);
+	return strncmp(inner, outer, length) == 0 && (inner[length] == '\0' || inner[length] == '/');
+}
+
 bool cgroup_move(const char *dir, pid_t pid)
 {
 	char text[24];

@@ -64,6 +64,8 @@ bool cgroup_job_rename(struct cgroup_job *job, const char *v2_base, const char *
 /* Moves the calling process into the job's cgroups. Async-signal-safe (for a
  * child between fork and exec); false when a move failed. */
 bool cgroup_job_join(const struct cgroup_job *job);
+/* True when cgroup dir `inner` is `outer` or below it (whole components). */
+bool cgroup_dir_within(const char *inner, const char *outer);
 /* Moves `pid` into the cgroup dir `dir` (for the shim joining its leaf). */
 bool cgroup_move(const char *dir, pid_t pid);
 /* Signals every process of the job (cgroup.kill for SIGKILL where the kernel

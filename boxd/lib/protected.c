@@ -220,13 +220,6 @@ void protected_prune(const char *dir)
 	any_entry(dir, prune_one, NULL);
 }
 
-/* True when cgroup dir `inner` is `outer` or below it. */
-static bool within(const char *inner, const char *outer)
-{
-	size_t length = strlen(outer);
-	return strncmp(inner, outer, length) == 0 && (inner[length] == '\0' || inner[length] == '/');
-}
-
 struct rescue {
 	const char *cgroup_dir;
 	int moved;
@@ -236,10 +229,10 @@ static bool rescue_one(const char *dir, pid_t pid, void *arg)
 {
 	struct rescue *rescue = arg;
 	char home[PATH_MAX], now[PATH_MAX];
-	if (!entry_matches(dir, pid, home, sizeof home) || !home[0] || within(home, rescue->cgroup_dir))
+	if (!entry_matches(dir, pid, home, sizeof home) || !home[0] || cgroup_dir_within(home, rescue->cgroup_dir))
 		return false;
 	protected_cgroup_of(pid, now, sizeof now);
-	if (now[0] && within(now, rescue->cgroup_dir))
+	if (now[0] && cgroup_dir_within(now, rescue->cgroup_dir))
 		rescue->moved += cgroup_move(home, pid);
 	return false;
 }
