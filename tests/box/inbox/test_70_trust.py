@@ -51,6 +51,14 @@ def cgroup_of(pid):
         return next(line[3:].strip() for line in f if line.startswith("0::"))
 
 
+def read_or_empty(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
@@ -157,9 +165,19 @@ def check_commands_start_after_a_kill_of_boxds_cgroup():
     return f"the kernel: {kernel}; 5 commands ran after the kill"
 
 
+def maker_pid():
+    out = sh("pgrep -f '^boxd-shim --spares'").stdout.split()
+    return int(out[0]) if out else None
+
+
 def check_commands_start_after_a_kill_of_the_shims_cgroup():
+    old_maker = maker_pid()
     write(f"{COMMANDS_CGROUP}/shims/cgroup.kill", "1")
-    # The spare maker and the spares are gone: boxd makes them again.
+    # The spare maker and the spares are gone: boxd makes them again once it
+    # has seen them go. (A command handed to a spare in the instant of its
+    # kill fails: "the command's supervisor (boxd-shim) exited without
+    # answering", and the caller may look it up by its id.)
+    wait_until("the maker replaced", lambda: maker_pid() not in (None, old_maker), 30, 0.2)
     for i in range(5):
         result = run(f"echo after-shims-kill-{i}", timeout=30)
         assert result["stdout"] == f"after-shims-kill-{i}\n" and result["exitCode"] == 0, result
@@ -202,7 +220,7 @@ def check_boxd_moved_and_frozen_is_restarted():
     api("POST", "/v1/exec", {"background": True, "cmd": f"mkdir -p {trap} && echo {old} > "
                              f"{trap}/cgroup.procs && echo 1 > {trap}/cgroup.freeze"})
     started = time.monotonic()
-    wait_until("boxd frozen", lambda: "frozen 1" in open(f"{trap}/cgroup.events").read(), 10, 0.1)
+    wait_until("boxd frozen", lambda: "frozen 1" in read_or_empty(f"{trap}/cgroup.events"), 10, 0.1)
     wait_until("a new boxd serving", lambda: serving_again(old), 60)
     outage = round(time.monotonic() - started, 1)
     figure("moved_and_frozen_outage_s", outage)
