@@ -167,7 +167,7 @@ def check_commands_start_after_a_kill_of_boxds_cgroup():
 
 def spare_pids():
     """The waiting spare shims (the maker, `--spares`, is not one)."""
-    return set(int(p) for p in sh("pgrep -f '^boxd-shim --spare$'").stdout.split())
+    return set(int(p) for p in sh("pgrep -f '^boxd-shim --spare( |$)'").stdout.split())
 
 
 def check_commands_start_after_a_kill_of_the_shims_cgroup():
