@@ -592,6 +592,64 @@ def test_a_stalled_upload_stalls_nothing_else_and_a_leaving_one_is_cleaned_up(bo
     assert status == 200 and answer["files"] == 30, answer
 
 
+REFUSED_UPLOAD = b"POST /v1/sync/upload?dest=../out HTTP/1.1\r\nHost: x\r\n"
+
+
+def test_an_early_answer_to_a_streamed_body_waits_for_its_end_within_bounds(boxd):
+    """A streamed body refused from its head is read and dropped to its end
+    before the answer goes (test_upload.py), but not for ever: 10 s without
+    a byte ends it, as does malformed framing; the answer then goes and the
+    connection closes."""
+    s = connect(boxd, timeout=30)
+    s.sendall(REFUSED_UPLOAD + b"Content-Length: %d\r\n\r\n" % (1 << 20) + b"\0" * 100_000)
+    started = time.monotonic()
+    reader = Reader(s)
+    assert error_of(reader.answer()) == (400, "bad_request")
+    took = time.monotonic() - started
+    assert 9 < took < 14, took
+    assert reader.closed()
+    s = connect(boxd, timeout=30)
+    s.sendall(REFUSED_UPLOAD + b"Transfer-Encoding: chunked\r\n\r\n10\r\n" + b"x" * 16 +
+              b"\r\nnot a chunk size\r\n")
+    started = time.monotonic()
+    reader = Reader(s)
+    assert error_of(reader.answer()) == (400, "bad_request")
+    assert time.monotonic() - started < 2 and reader.closed()
+
+
+@pytest.mark.parametrize("head", [
+    b"Content-Length: 40000000\r\nExpect: 100-continue\r\n\r\n",  # sends nothing unasked
+    b"Content-Length: 2000000000\r\n\r\n",  # more than is ever read and dropped
+])
+def test_an_early_answer_goes_at_once_when_no_body_will_be_read(boxd, head):
+    s = connect(boxd, timeout=30)
+    s.sendall(REFUSED_UPLOAD + head)
+    started = time.monotonic()
+    reader = Reader(s)
+    assert error_of(reader.answer()) == (400, "bad_request")
+    assert time.monotonic() - started < 2
+    assert reader.closed()
+
+
+def test_what_is_read_and_dropped_stops_at_one_gib(boxd):
+    """A refused chunked body that never ends: after 1 GiB dropped the
+    answer goes and the connection closes; the writer's next write fails."""
+    s = connect(boxd, timeout=60)
+    s.sendall(REFUSED_UPLOAD + b"Transfer-Encoding: chunked\r\n\r\n")
+    piece = b"%x\r\n%s\r\n" % (1 << 20, b"\0" * (1 << 20))
+    sent = 0
+    started = time.monotonic()
+    try:
+        while sent < (2 << 30):
+            s.sendall(piece)
+            sent += 1 << 20
+    except OSError:
+        pass
+    assert (1 << 30) <= sent < (1 << 30) + (64 << 20), sent
+    assert error_of(Reader(s).answer()) == (400, "bad_request")
+    assert time.monotonic() - started < 60
+
+
 def test_a_resumable_piece_streams_to_disk(boxd_factory):
     boxd = boxd_factory(env=FLAT_MEMORY_ENV)
     upload_id = boxd.call("POST", "/v1/uploads?dest=r")[1]["uploadId"]
