@@ -123,10 +123,30 @@ static bool write_private_file(const char *dir, const char *path, const void *da
 	return ok;
 }
 
+/* The settings are written: they join the masked set, and the answer. */
+static cJSON *env_applied(const char *service, const char *path, const char *text, size_t len)
+{
+	char error[512];
+	cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
+	cJSON *answer = cJSON_CreateObject();
+	/* Masked like everything boxd returns (a service may be named after a
+	 * value). */
+	char *shown = secrets_mask_text(path);
+	cJSON_AddStringToObject(answer, "path", shown);
+	free(shown);
+	cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
+	steps_add("env", "wrote the settings of %s (%d names)", service,
+		  names ? cJSON_GetArraySize(names) : 0);
+	return answer;
+}
+
+/* The body holds the values: every answer goes only after it is wiped (an
+ * answer frees the request, body included). */
 static void handle_put_env(struct api_request *req)
 {
 	const char *service = api_param(req, 0);
 	if (!valid_service(service)) {
+		wipe_request(req, NULL);
 		api_reply_bad_request(req, "the service name %.100s must be letters, digits, '_', '-' or '.', "
 				      "not starting with '.'", service);
 		return;
@@ -136,6 +156,7 @@ static void handle_put_env(struct api_request *req)
 	char error[512];
 	struct dotenv env;
 	if (!dotenv_parse(text, len, &env, error, sizeof error)) {
+		wipe_request(req, NULL);
 		api_reply_bad_request(req, "the dotenv body is malformed: %s", error);
 		return;
 	}
@@ -145,24 +166,16 @@ static void handle_put_env(struct api_request *req)
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);
-	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700)) {
-		api_reply_error(req, 500, "internal", "cannot create %s: %s", dir, strerror(errno));
-	} else if (!write_private_file(dir, path, text, len, error, sizeof error)) {
-		api_reply_error(req, 500, "internal", "%s", error);
-	} else {
-		cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
-		cJSON *answer = cJSON_CreateObject();
-		/* Masked like everything boxd returns (a service may be named
-		 * after a value). */
-		char *shown = secrets_mask_text(path);
-		cJSON_AddStringToObject(answer, "path", shown);
-		free(shown);
-		cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
-		steps_add("env", "wrote the settings of %s (%d names)", service,
-			  names ? cJSON_GetArraySize(names) : 0);
+	cJSON *answer = NULL;
+	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700))
+		snprintf(error, sizeof error, "cannot create %s: %s", dir, strerror(errno));
+	else if (write_private_file(dir, path, text, len, error, sizeof error))
+		answer = env_applied(service, path, text, len);
+	wipe_request(req, NULL);
+	if (answer)
 		api_reply_json(req, 200, answer);
-	}
-	explicit_bzero((void *)text, len);
+	else
+		api_reply_error(req, 500, "internal", "%s", error);
 	free(path);
 	free(dir);
 	free(sbx);
