@@ -512,7 +512,9 @@ static bool start(struct shim *shim)
 		run_signal_tree(shim, SIGKILL);
 		snprintf(error, sizeof error, "cannot write the state of the command in %s: %s",
 			 shim->spec.state_dir, strerror(write_error));
-		answer_failed(shim, "internal", error);
+		/* The command text is what fills it: a full disk is the caller's to see. */
+		bool full = write_error == ENOSPC || write_error == EDQUOT;
+		answer_failed(shim, full ? "disk_full" : "internal", error);
 	} else {
 		/* A spare is protected already; a shim made for this command
 		 * in its final cgroup by now. */

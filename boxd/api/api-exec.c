@@ -374,7 +374,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 {
 	struct exec_call *call = arg;
 	if (!job) {
-		int status = !strcmp(code, "internal") ? 500 : 400;
+		int status = !strcmp(code, "internal") ? 500 : !strcmp(code, "disk_full") ? 507 : 400;
 		api_reply_error(call->req, status, code, "%s", error);
 		return;
 	}

@@ -104,22 +104,27 @@ static bool make_dir(const char *path, mode_t mode)
 }
 
 /* Writes `path` whole or not at all: a temp file in the same directory,
- * mode 0600 from its creation, renamed over the old one. */
-static bool write_private_file(const char *dir, const char *path, const void *data, size_t len,
-			       char *error, size_t error_size)
+ * mode 0600 from its creation, renamed over the old one. False with errno
+ * set when it cannot. */
+static bool write_private_file(const char *dir, const char *path, const void *data, size_t len)
 {
 	char *temp = xasprintf("%s/.env-%d.tmp", dir, (int)getpid());
 	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	bool ok = fd >= 0 && io_write_all(fd, data, len);
 	ok = ok && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
-	if (fd >= 0 && close(fd) != 0)
+	int error = errno;
+	if (fd >= 0 && close(fd) != 0 && ok) {
 		ok = false;
-	ok = ok && rename(temp, path) == 0;
-	if (!ok) {
-		snprintf(error, error_size, "cannot write %s: %s", path, strerror(errno));
-		unlink(temp);
+		error = errno;
 	}
+	if (ok && rename(temp, path) != 0) {
+		ok = false;
+		error = errno;
+	}
+	if (!ok)
+		unlink(temp);
 	free(temp);
+	errno = error;
 	return ok;
 }
 
@@ -167,15 +172,20 @@ static void handle_put_env(struct api_request *req)
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);
 	cJSON *answer = NULL;
+	const char *failed = NULL;
 	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700))
-		snprintf(error, sizeof error, "cannot create %s: %s", dir, strerror(errno));
-	else if (write_private_file(dir, path, text, len, error, sizeof error))
+		failed = dir;
+	else if (!write_private_file(dir, path, text, len))
+		failed = path;
+	else
 		answer = env_applied(service, path, text, len);
+	int write_error = errno;
 	wipe_request(req, NULL);
 	if (answer)
 		api_reply_json(req, 200, answer);
 	else
-		api_reply_error(req, 500, "internal", "%s", error);
+		api_reply_write_failed(req, write_error, "cannot %s %s", failed == dir ? "create" : "write",
+				       failed);
 	free(path);
 	free(dir);
 	free(sbx);

@@ -122,5 +122,13 @@ void api_reply_bad_request(struct api_request *req, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Writing what the caller sent failed with `error` (an errno): 507
+ * disk_full when the disk is full (ENOSPC, EDQUOT: the caller can free
+ * space and retry), else 500 internal. The message names the path; ": "
+ * and the errno's text are added. */
+void api_reply_write_failed(struct api_request *req, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* True for the errnos of a full disk (or a full quota). */
+bool api_disk_full(int error);
 
 #endif

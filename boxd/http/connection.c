@@ -262,6 +262,7 @@ static const char *reason_of(int status)
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
 	default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
 	}
 }
