@@ -66,8 +66,9 @@ const void *api_body(struct api_request *req, size_t *length);
  * ECONNRESET when the client left (then done() runs instead of the
  * api_on_client_gone callback), EPIPE when the reader of a pipe did, EPROTO
  * for malformed chunks. A handler may answer before the body is in (an
- * error): the rest is then not read, done() does not run, and the
- * connection closes. */
+ * error): done() does not run, the rest is read and dropped before the
+ * answer goes out (within bounds, connection.c), and the connection
+ * closes. */
 void api_body_to_fd(struct api_request *req, int fd,
 		    void (*done)(struct api_request *req, bool complete, int error));
 /* Stops feeding the fd given above (closing it); done() does not run. */
