@@ -651,11 +651,31 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 	free(start);
 }
 
+/* A command too long for the ready message (64 KiB) comes without its
+ * text: the meta file the shim wrote before answering has it, masked. */
+static void complete_meta(struct exec_job *job, const char *request_cmd)
+{
+	if (job->meta.cmd)
+		return;
+	char *path = exec_state_path(job->id, "meta");
+	struct shim_meta written;
+	if (shim_meta_read(&written, path) && written.cmd) {
+		job->meta.cmd = written.cmd;
+		written.cmd = NULL;
+	} else {
+		job->meta.cmd = redact_text(request_cmd); /* as the shim masks it */
+	}
+	shim_meta_free(&written);
+	free(path);
+}
+
 /* The shim started the command: SHIM_MSG_READY carried its meta. */
 static void start_ready(struct exec_start *start, const char *meta, size_t length)
 {
 	struct exec_job *job = exec_job_add(start->id);
 	bool ok = shim_meta_parse(&job->meta, meta, length) && !strcmp(job->meta.id, start->id);
+	if (ok)
+		complete_meta(job, start->request->cmd);
 	job->note = start->request->note ? xstrdup(start->request->note) : NULL;
 	/* The channel is boxd's connection to the shim from now on. */
 	event_free(start->answer_event);

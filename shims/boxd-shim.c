@@ -107,6 +107,14 @@ static void answer_ready(struct shim *shim, const struct shim_meta *meta)
 	}
 	size_t length;
 	char *fields = shim_meta_format(meta, &length);
+	if (length + 1 > SHIM_MESSAGE_MAX) {
+		/* A long command's text does not fit in one message: it is left
+		 * out, and boxd reads it from the meta file written just before. */
+		struct shim_meta short_meta = *meta;
+		short_meta.cmd = NULL;
+		free(fields);
+		fields = shim_meta_format(&short_meta, &length);
+	}
 	char *message = xmalloc(length + 1);
 	message[0] = SHIM_MSG_READY;
 	memcpy(message + 1, fields, length);

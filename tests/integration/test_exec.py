@@ -101,6 +101,27 @@ def test_kept_results_past_the_byte_bound_go_oldest_first(box):
         assert box.call("GET", f"/v1/exec/{kept}")[0] == 200, kept
 
 
+@pytest.mark.parametrize("size", [70_000, 4 << 20])
+def test_a_long_command_runs_whole(box, size):
+    """A file written through a heredoc, past the shim's 64 KiB message: the
+    command used to be killed (70 KB: its meta cut short, the shim taken for
+    dead) or never to start (300 KB and more: 500)."""
+    content = "".join(f"line {i} of a file written by a heredoc\n" for i in range(size // 40))
+    body = ok(box, f"cat > written.txt <<'EOF'\n{content}EOF\necho done")
+    assert body["exitCode"] == 0 and body["stdout"] == "done\n", body
+    assert open(os.path.join(box.work_dir, "written.txt")).read() == content
+
+
+def test_a_long_background_command_is_listed_whole_after_a_restart(box):
+    cmd = "sleep 1 #" + "x" * (1 << 20)
+    bg_id = start_bg(box, cmd)
+    assert box.call("GET", f"/v1/procs/{bg_id}")[1]["cmd"] == cmd
+    box.stop()
+    box.start()
+    p = wait_exited(box, bg_id)
+    assert p["cmd"] == cmd and p["exitCode"] == 0, {k: v for k, v in p.items() if k != "cmd"}
+
+
 def test_cwd_that_is_a_file(box):
     open(os.path.join(box.work_dir, "file"), "w").close()
     status, body = run(box, "true", cwd="file")
