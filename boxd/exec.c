@@ -236,12 +236,24 @@ static uint64_t captured_bytes(const struct exec_job *job)
 	return total;
 }
 
+/* What an ended job keeps, for the byte bounds: its captures, and its
+ * command's text and note (a background one's in memory, for the list; a
+ * foreground one's in its meta file), so 1,000 results of 1 MiB commands
+ * cannot hold 1 GiB. */
+static uint64_t kept_bytes_of(const struct exec_job *job)
+{
+	uint64_t text = (job->meta.cmd ? strlen(job->meta.cmd) : 0) +
+			(job->note ? strlen(job->note) : 0);
+	return captured_bytes(job) + text;
+}
+
 /* Over the bounds (exec.h) with `oldest` the oldest ended job of `queue`. */
 static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest,
 			int64_t now)
 {
 	if (queue == &ended_background)
-		return queue->count > EXEC_KEEP_ENDED_BACKGROUND;
+		return queue->count > EXEC_KEEP_ENDED_BACKGROUND ||
+		       queue->bytes > EXEC_KEEP_ENDED_BACKGROUND_BYTES;
 	return queue->count > EXEC_KEEP_ENDED_COUNT || queue->bytes > EXEC_KEEP_ENDED_BYTES ||
 	       now - oldest->ended_monotonic > EXEC_KEEP_ENDED_MS;
 }
@@ -317,15 +329,28 @@ char *exec_summary(const char *command)
 	return line;
 }
 
+/* An ended foreground command is never shown with its text (steps name it
+ * once, at its end): it leaves memory; its meta file keeps it. */
+static void drop_text(struct exec_job *job)
+{
+	if (job->meta.background)
+		return;
+	free(job->meta.cmd);
+	job->meta.cmd = NULL;
+	free(job->note);
+	job->note = NULL;
+}
+
 void exec_job_finish(struct exec_job *job)
 {
 	exec_disk_keep_end(job);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
-	job->kept_bytes = captured_bytes(job);
+	job->kept_bytes = kept_bytes_of(job);
 	ended_append(job);
 	if (job->adopted) {
 		exit_record_drop_captures(&job->exit); /* the file has them */
+		drop_text(job);
 		return; /* found ended at start: no step, no report, no watcher yet */
 	}
 	char *what = exec_summary(job->meta.cmd);
@@ -338,6 +363,7 @@ void exec_job_finish(struct exec_job *job)
 		  (double)job->exit.duration_ms / 1000.0,
 		  job->exit.log_error ? " (log incomplete)" : "");
 	free(what);
+	drop_text(job);
 	struct exec_watch *watch = job->watches;
 	job->watches = NULL;
 	job->busy++;

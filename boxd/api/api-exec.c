@@ -158,6 +158,12 @@ static struct exec_request *parse_request(struct api_request *req)
 	} else if (background && !cJSON_IsBool(background)) {
 		api_reply_bad_request(req, "background must be true or false");
 		ok = false;
+	} else if (cJSON_IsString(note) && strlen(note->valuestring) > EXEC_NOTE_MAX) {
+		/* Refused, not cut: what a caller labels a command with comes back
+		 * as given, or not at all. */
+		api_reply_bad_request(req, "note has %zu bytes; it takes at most %d (a label: put long "
+				      "text in a file)", strlen(note->valuestring), EXEC_NOTE_MAX);
+		ok = false;
 	}
 	ok = ok && parse_integer(req, body, "timeoutSec", 1, EXEC_MAX_TIMEOUT_SEC,
 				 EXEC_DEFAULT_TIMEOUT_SEC, &timeout);
