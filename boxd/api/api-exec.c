@@ -427,6 +427,7 @@ static void handle_exec(struct api_request *req)
 	struct exec_request *request = parse_request(req);
 	if (!request)
 		return;
+	api_body_release(req); /* the request has its own copies */
 	const char *accept = api_header(req, "Accept");
 	request->streaming = !request->background && accept &&
 			     strstr(accept, "application/x-ndjson");

@@ -482,6 +482,15 @@ cJSON *api_body_json(struct api_request *req)
 	return json;
 }
 
+void api_body_release(struct api_request *req)
+{
+	if (req->body)
+		evbuffer_free(req->body);
+	req->body = NULL;
+	cJSON_Delete(req->json);
+	req->json = NULL;
+}
+
 static void on_body_done(void *arg, bool complete, int error)
 {
 	struct api_request *req = arg;

@@ -77,6 +77,10 @@ void api_body_abandon(struct api_request *req);
  * replies 400 `bad_request` itself and returns NULL; the handler just returns.
  * An empty body gives an empty object. Owned by the request. */
 cJSON *api_body_json(struct api_request *req);
+/* Frees the body and its JSON now, for a handler that has copied what it
+ * needs and answers much later (a foreground command, at its end): a
+ * 16 MiB body then does not stay for the command's hour. */
+void api_body_release(struct api_request *req);
 /* Per-request data for handlers that answer later; `release` runs when the
  * request ends (answered or abandoned). */
 void api_set_data(struct api_request *req, void *data, void (*release)(void *data));

@@ -36,6 +36,12 @@
 #define STREAM_LOW (64u << 10)
 /* Pipelined requests are not started while this much of earlier answers waits. */
 #define OUTPUT_HIGH (1u << 20)
+/* A body or an answer this big leaves free memory worth handing back (a
+ * 2 MB JSON array parses into 80 MB of small nodes). */
+#define HEAVY_BYTES (64u << 10)
+/* The heap goes back this long after such a request: a burst of them is
+ * trimmed once, and an idle boxd has no timer at all. */
+#define TRIM_DELAY_MS 300
 /* After an answer that left the body unread (413, an early error), what
  * still comes is read and dropped for a moment before the close, so a
  * client still writing its body reads the answer instead of failing its
@@ -98,6 +104,8 @@ struct http_conn {
 	bool streaming, stream_chunked, close_after;
 	bool lingering;  /* CLOSING: dropping the rest of an unread body */
 	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
+	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
+	uint64_t streamed; /* of a streamed answer so far */
 	uint64_t discarded;
 	int64_t drain_deadline_ms;
 	void (*drained)(void *arg);
@@ -106,6 +114,7 @@ struct http_conn {
 };
 
 static struct event_base *loop;
+static struct event *trim_timer;
 static int idle_timeout_sec = 60;
 static struct http_conn *connections;
 static size_t connection_count, connection_cap;
@@ -134,9 +143,15 @@ static size_t cap_from_limit(void)
 	return cap < 65536 ? cap : 65536;
 }
 
+static void trim_heap(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
 void http_conn_setup(struct event_base *base, int idle_sec)
 {
 	loop = base;
+	trim_timer = evtimer_new(base, trim_heap, NULL);
 	idle_timeout_sec = idle_sec > 0 ? idle_sec : 60;
 	connection_cap = cap_from_limit();
 }
@@ -158,9 +173,15 @@ static void sink_stop(struct http_conn *conn)
 	conn->sink_done = NULL;
 }
 
-static void trim_heap(evutil_socket_t fd, short what, void *arg)
+/* The free pages of the heap go back to the system in a moment, once:
+ * glibc returns only the top of its heap by itself, and what a big request
+ * freed below something still in use would stay resident for good. */
+static void trim_soon(void)
 {
-	malloc_trim(0);
+	if (trim_timer && !evtimer_pending(trim_timer, NULL)) {
+		struct timeval later = {0, TRIM_DELAY_MS * 1000};
+		evtimer_add(trim_timer, &later);
+	}
 }
 
 /* After many connections have come and gone (a burst of clients, 10,000
@@ -169,8 +190,7 @@ static void maybe_trim(void)
 {
 	if (connection_count == 0 && connection_peak >= 256) {
 		connection_peak = 0;
-		struct timeval later = {0, 200 * 1000};
-		event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
+		trim_soon();
 	}
 }
 
@@ -323,6 +343,10 @@ static void answered(struct http_conn *conn)
 	conn->req = NULL;
 	conn->streaming = false;
 	conn->drained = NULL;
+	if (conn->heavy || conn->streamed >= HEAVY_BYTES)
+		trim_soon(); /* the request is freed by then (right after this) */
+	conn->heavy = false;
+	conn->streamed = 0;
 	if (conn->sink_done) {
 		/* The handler answered before taking the whole body. */
 		sink_stop(conn);
@@ -360,6 +384,8 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers,
 		       const void *body, size_t length)
 {
 	decide_close(conn);
+	if (length >= HEAVY_BYTES)
+		conn->heavy = true;
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, headers);
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
@@ -392,6 +418,7 @@ void http_conn_stream_write(struct http_conn *conn, const void *data, size_t len
 {
 	if (!conn->streaming || conn->is_head_method || length == 0)
 		return;
+	conn->streamed += length;
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	if (conn->stream_chunked)
 		evbuffer_add_printf(out, "%zx\r\n", length);
@@ -715,7 +742,13 @@ static void read_body(struct http_conn *conn)
 	conn->body = NULL;
 	conn->state = RUNNING;
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
+	bool heavy = evbuffer_get_length(body) >= HEAVY_BYTES;
+	conn->heavy = conn->heavy || heavy;
 	api_request_run(req, body);
+	/* Also now: a handler that answers much later (a foreground command)
+	 * has let the body go already (api_body_release). */
+	if (heavy)
+		trim_soon();
 }
 
 /* ---- heads ---- */
@@ -1045,4 +1078,7 @@ void http_conn_close_all(void)
 		conn->busy = 0;
 		conn_free(conn);
 	}
+	if (trim_timer)
+		event_free(trim_timer);
+	trim_timer = NULL;
 }
