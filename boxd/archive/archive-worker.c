@@ -56,6 +56,14 @@ static int usage(void)
 	return 2;
 }
 
+/* The API's error code for a failed extraction: boxd answers with it. */
+static const char *error_code(const struct archive_extract_result *result)
+{
+	if (result->refused)
+		return "bad_request";
+	return result->disk_full ? "disk_full" : "internal";
+}
+
 static void print_result(bool ok, const struct archive_extract_result *result)
 {
 	cJSON *json = cJSON_CreateObject();
@@ -65,9 +73,7 @@ static void print_result(bool ok, const struct archive_extract_result *result)
 		cJSON_AddNumberToObject(json, "bytes", (double)result->bytes);
 	} else {
 		cJSON *error = cJSON_AddObjectToObject(json, "error");
-		cJSON_AddStringToObject(error, "code", result->refused     ? "bad_request"
-						       : result->disk_full ? "disk_full"
-									   : "internal");
+		cJSON_AddStringToObject(error, "code", error_code(result));
 		cJSON_AddStringToObject(error, "message", result->message);
 	}
 	char *text = cJSON_PrintUnformatted(json);
