@@ -238,12 +238,24 @@ static uint64_t captured_bytes(const struct exec_job *job)
 	return total;
 }
 
+/* What an ended job keeps, for the byte bounds: its captures, and its
+ * command's text and note (a background one's in memory, for the list; a
+ * foreground one's in its meta file), so 1,000 results of 1 MiB commands
+ * cannot hold 1 GiB. */
+static uint64_t kept_bytes_of(const struct exec_job *job)
+{
+	uint64_t text = (job->meta.cmd ? strlen(job->meta.cmd) : 0) +
+			(job->note ? strlen(job->note) : 0);
+	return captured_bytes(job) + text;
+}
+
 /* Over the bounds (exec.h) with `oldest` the oldest ended job of `queue`. */
 static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest,
 			int64_t now)
 {
 	if (queue == &ended_background)
-		return queue->count > EXEC_KEEP_ENDED_BACKGROUND;
+		return queue->count > EXEC_KEEP_ENDED_BACKGROUND ||
+		       queue->bytes > EXEC_KEEP_ENDED_BACKGROUND_BYTES;
 	return queue->count > EXEC_KEEP_ENDED_COUNT || queue->bytes > EXEC_KEEP_ENDED_BYTES ||
 	       now - oldest->ended_monotonic > EXEC_KEEP_ENDED_MS;
 }
@@ -319,15 +331,28 @@ char *exec_summary(const char *command)
 	return line;
 }
 
+/* An ended foreground command is never shown with its text (steps name it
+ * once, at its end): it leaves memory; its meta file keeps it. */
+static void drop_text(struct exec_job *job)
+{
+	if (job->meta.background)
+		return;
+	free(job->meta.cmd);
+	job->meta.cmd = NULL;
+	free(job->note);
+	job->note = NULL;
+}
+
 void exec_job_finish(struct exec_job *job)
 {
 	exec_disk_keep_end(job);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
-	job->kept_bytes = captured_bytes(job);
+	job->kept_bytes = kept_bytes_of(job);
 	ended_append(job);
 	if (job->adopted) {
 		exit_record_drop_captures(&job->exit); /* the file has them */
+		drop_text(job);
 		return; /* found ended at start: no step, no report, no watcher yet */
 	}
 	char *what = exec_summary(job->meta.cmd);
@@ -340,6 +365,7 @@ void exec_job_finish(struct exec_job *job)
 		  (double)job->exit.duration_ms / 1000.0,
 		  job->exit.log_error ? " (log incomplete)" : "");
 	free(what);
+	drop_text(job);
 	struct exec_watch *watch = job->watches;
 	job->watches = NULL;
 	job->busy++;
@@ -656,11 +682,31 @@ static void start_finish(struct exec_start *start, struct exec_job *job, const c
 	free(start);
 }
 
+/* A command too long for the ready message (64 KiB) comes without its
+ * text: the meta file the shim wrote before answering has it, masked. */
+static void complete_meta(struct exec_job *job, const char *request_cmd)
+{
+	if (job->meta.cmd)
+		return;
+	char *path = exec_state_path(job->id, "meta");
+	struct shim_meta written;
+	if (shim_meta_read(&written, path) && written.cmd) {
+		job->meta.cmd = written.cmd;
+		written.cmd = NULL;
+	} else {
+		job->meta.cmd = redact_text(request_cmd); /* as the shim masks it */
+	}
+	shim_meta_free(&written);
+	free(path);
+}
+
 /* The shim started the command: SHIM_MSG_READY carried its meta. */
 static void start_ready(struct exec_start *start, const char *meta, size_t length)
 {
 	struct exec_job *job = exec_job_add(start->id);
 	bool ok = shim_meta_parse(&job->meta, meta, length) && !strcmp(job->meta.id, start->id);
+	if (ok)
+		complete_meta(job, start->request->cmd);
 	job->note = start->request->note ? xstrdup(start->request->note) : NULL;
 	/* The channel is boxd's connection to the shim from now on. */
 	event_free(start->answer_event);

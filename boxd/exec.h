@@ -23,13 +23,18 @@ struct event_base;
 
 /* Ended foreground commands are kept (and answer GET /v1/exec/{id}) this
  * long, and at most this many holding at most this many bytes of captured
- * output in the run dir (RAM in a box), oldest first out. */
+ * output and command text in the run dir (RAM in a box), oldest first out. */
 #define EXEC_KEEP_ENDED_MS (60 * 60 * 1000)
 #define EXEC_KEEP_ENDED_COUNT 1000
 #define EXEC_KEEP_ENDED_BYTES (64u << 20)
 /* Ended background commands stay listed until DELETE /v1/procs/{id}, or
- * until this many newer ones have ended (their logs stay in the work dir). */
+ * until this many newer ones have ended (their logs stay in the work dir),
+ * or newer ones' command texts and notes (kept in memory for the list)
+ * pass this many bytes. */
 #define EXEC_KEEP_ENDED_BACKGROUND 1000
+#define EXEC_KEEP_ENDED_BACKGROUND_BYTES (16u << 20)
+/* A command's note: a label for people, not a document. */
+#define EXEC_NOTE_MAX 4096
 
 enum exec_state { EXEC_RUNNING, EXEC_ENDED };
 

@@ -191,6 +191,7 @@ static void strip_block(const char *text, FILE *out)
 	}
 }
 
+/* False with errno set (and the sentence in `error`) when it cannot. */
 static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 {
 	size_t length;
@@ -198,9 +199,12 @@ static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 	char *staged = xasprintf("%s.boxd-new", hosts_path);
 	FILE *out = fopen(staged, "we");
 	if (!out) {
+		int saved = errno;
 		free(text);
 		free(staged);
-		return text_fail(error, size, "cannot write %s: %s", hosts_path, strerror(errno));
+		text_fail(error, size, "cannot write %s: %s", hosts_path, strerror(saved));
+		errno = saved;
+		return false;
 	}
 	strip_block(text, out);
 	if (hosts->child) {
@@ -211,16 +215,23 @@ static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 	}
 	fchmod(fileno(out), 0644);
 	bool ok = !ferror(out);
-	ok = fclose(out) == 0 && ok;
-	/* Atomic: a reader sees the old file or the new one, never half. */
-	if (ok && rename(staged, hosts_path) != 0)
-		ok = false;
 	int saved = errno;
+	if (fclose(out) != 0 && ok) {
+		ok = false;
+		saved = errno;
+	}
+	/* Atomic: a reader sees the old file or the new one, never half. */
+	if (ok && rename(staged, hosts_path) != 0) {
+		ok = false;
+		saved = errno;
+	}
 	free(text);
 	if (!ok) {
 		unlink(staged);
 		free(staged);
-		return text_fail(error, size, "cannot replace %s: %s", hosts_path, strerror(saved));
+		text_fail(error, size, "cannot replace %s: %s", hosts_path, strerror(saved));
+		errno = saved;
+		return false;
 	}
 	free(staged);
 	return true;
@@ -228,11 +239,16 @@ static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 
 /* ---- the clock ---- */
 
+/* False with errno set (and the sentence in `error`) when it cannot. */
 static bool set_clock(int64_t unix_ms, char *error, size_t size)
 {
 	struct timespec when = {.tv_sec = unix_ms / 1000, .tv_nsec = (unix_ms % 1000) * 1000000};
-	if (clock_settime(CLOCK_REALTIME, &when) != 0)
-		return text_fail(error, size, "cannot set the clock: %s", strerror(errno));
+	if (clock_settime(CLOCK_REALTIME, &when) != 0) {
+		int saved = errno;
+		text_fail(error, size, "cannot set the clock: %s", strerror(saved));
+		errno = saved;
+		return false;
+	}
 	return true;
 }
 
@@ -265,9 +281,11 @@ static void merge_field(const cJSON *request, const char *name)
 		cJSON_AddItemToObject(state, name, cJSON_Duplicate(item, true));
 }
 
-bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *error, size_t size)
+bool init_apply(const cJSON *request, bool *applied, bool *clock_set, int *system_error,
+		char *error, size_t size)
 {
 	*applied = *clock_set = false;
+	*system_error = 0;
 	if (!check_request(request, error, size))
 		return false;
 	const cJSON *unix_ms = cJSON_GetObjectItemCaseSensitive(request, "unixMs");
@@ -279,11 +297,15 @@ bool init_apply(const cJSON *request, bool *applied, bool *clock_set, char *erro
 	    last->valuedouble - unix_ms->valuedouble <= INIT_LATE_MS)
 		return true;
 	const cJSON *hosts = cJSON_GetObjectItemCaseSensitive(request, "hosts");
-	if (hosts && !write_hosts(hosts, error, size))
+	if (hosts && !write_hosts(hosts, error, size)) {
+		*system_error = errno;
 		return false;
+	}
 	if (unix_ms && init_clock_is_off(clock_now_ms(), (int64_t)unix_ms->valuedouble)) {
-		if (!set_clock((int64_t)unix_ms->valuedouble, error, size))
+		if (!set_clock((int64_t)unix_ms->valuedouble, error, size)) {
+			*system_error = errno;
 			return false;
+		}
 		*clock_set = true;
 	}
 	const char *fields[] = {"unixMs", "env", "user", "workDir"};

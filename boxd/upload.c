@@ -22,6 +22,16 @@ struct upload {
 	void *done_arg;
 };
 
+/* The worker's error code, as the outcome boxd answers with. */
+static enum upload_outcome outcome_of(const char *code)
+{
+	if (code && strcmp(code, "bad_request") == 0)
+		return UPLOAD_REFUSED;
+	if (code && strcmp(code, "disk_full") == 0)
+		return UPLOAD_DISK_FULL;
+	return UPLOAD_FAILED;
+}
+
 static void extracted(const struct archive_call_result *result, void *arg)
 {
 	struct upload *upload = arg;
@@ -29,7 +39,7 @@ static void extracted(const struct archive_call_result *result, void *arg)
 	cJSON *json = cJSON_ParseWithLength(result->output, result->output_length);
 	cJSON *error = cJSON_GetObjectItem(json, "error");
 	struct upload_result answer = {.outcome = UPLOAD_FAILED};
-	char why[768];
+	char why[1024];
 	if (json && cJSON_IsTrue(cJSON_GetObjectItem(json, "ok"))) {
 		double files = cJSON_GetNumberValue(cJSON_GetObjectItem(json, "files"));
 		double bytes = cJSON_GetNumberValue(cJSON_GetObjectItem(json, "bytes"));
@@ -41,8 +51,15 @@ static void extracted(const struct archive_call_result *result, void *arg)
 		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(error, "code"));
 		const char *message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
 		steps_add("upload", "refused into %s: %s", shown, message ? message : "?");
-		answer.outcome = code && strcmp(code, "bad_request") == 0 ? UPLOAD_REFUSED : UPLOAD_FAILED;
+		answer.outcome = outcome_of(code);
 		answer.message = message ? message : "the archive worker failed";
+		if (answer.outcome == UPLOAD_DISK_FULL) {
+			/* The worker names the entry; the caller needs the place too. */
+			snprintf(why, sizeof why, "the disk is full under %s%s%s: %s (free space there and "
+				 "retry)", settings->work_dir, upload->dest[0] ? "/" : "", upload->dest,
+				 answer.message);
+			answer.message = why;
+		}
 	} else {
 		snprintf(why, sizeof why, "the archive worker stopped without a result (status %d%s%s)",
 			 result->status, result->errors[0] ? ": " : "", result->errors);

@@ -16,6 +16,7 @@ void upload_init(const struct boxd_config *config);
 enum upload_outcome {
 	UPLOAD_DONE,     /* `summary` holds {"ok":true,"files","bytes","dest"} */
 	UPLOAD_REFUSED,  /* the archive itself is wrong (a path escaping dest...) */
+	UPLOAD_DISK_FULL, /* no space left where it was being written */
 	UPLOAD_FAILED,   /* the worker failed or stopped without a result */
 };
 struct upload_result {

@@ -109,6 +109,14 @@ static void answer_ready(struct shim *shim, const struct shim_meta *meta)
 	}
 	size_t length;
 	char *fields = shim_meta_format(meta, &length);
+	if (length + 1 > SHIM_MESSAGE_MAX) {
+		/* A long command's text does not fit in one message: it is left
+		 * out, and boxd reads it from the meta file written just before. */
+		struct shim_meta short_meta = *meta;
+		short_meta.cmd = NULL;
+		free(fields);
+		fields = shim_meta_format(&short_meta, &length);
+	}
 	char *message = xmalloc(length + 1);
 	message[0] = SHIM_MSG_READY;
 	memcpy(message + 1, fields, length);
@@ -534,7 +542,9 @@ static bool start(struct shim *shim)
 		run_signal_tree(shim, SIGKILL);
 		snprintf(error, sizeof error, "cannot write the state of the command in %s: %s",
 			 shim->spec.state_dir, strerror(write_error));
-		answer_failed(shim, "internal", error);
+		/* The command text is what fills it: a full disk is the caller's to see. */
+		bool full = write_error == ENOSPC || write_error == EDQUOT;
+		answer_failed(shim, full ? "disk_full" : "internal", error);
 	} else {
 		/* A spare is protected already; a shim made for this command
 		 * in its final cgroup by now. */

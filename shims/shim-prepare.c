@@ -86,8 +86,9 @@ static void prepare_state_dir(struct shim *shim)
 	if (mkdir(dir, 0700) == 0)
 		p->made_state_dir = true;
 	else if (errno != EEXIST) { /* an old boxd makes it before it starts the shim */
-		prepare_fail(shim, "internal", "cannot create the command's state dir %s: %s", dir,
-			     strerror(errno));
+		bool full = errno == ENOSPC || errno == EDQUOT;
+		prepare_fail(shim, full ? "disk_full" : "internal",
+			     "cannot create the command's state dir %s: %s", dir, strerror(errno));
 		return;
 	}
 	p->state_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -106,6 +106,8 @@ static void upload_done(struct upload_result *result, void *arg)
 		api_reply_json(req, 200, result->summary);
 	else if (result->outcome == UPLOAD_REFUSED)
 		api_reply_error(req, 400, "bad_request", "%s", result->message);
+	else if (result->outcome == UPLOAD_DISK_FULL)
+		api_reply_error(req, 507, "disk_full", "%s", result->message);
 	else
 		api_reply_error(req, 500, "internal", "%s", result->message);
 	if (pending->after)

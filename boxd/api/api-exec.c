@@ -158,6 +158,12 @@ static struct exec_request *parse_request(struct api_request *req)
 	} else if (background && !cJSON_IsBool(background)) {
 		api_reply_bad_request(req, "background must be true or false");
 		ok = false;
+	} else if (cJSON_IsString(note) && strlen(note->valuestring) > EXEC_NOTE_MAX) {
+		/* Refused, not cut: what a caller labels a command with comes back
+		 * as given, or not at all. */
+		api_reply_bad_request(req, "note has %zu bytes; it takes at most %d (a label: put long "
+				      "text in a file)", strlen(note->valuestring), EXEC_NOTE_MAX);
+		ok = false;
 	}
 	ok = ok && parse_integer(req, body, "timeoutSec", 1, EXEC_MAX_TIMEOUT_SEC,
 				 EXEC_DEFAULT_TIMEOUT_SEC, &timeout);
@@ -374,7 +380,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 {
 	struct exec_call *call = arg;
 	if (!job) {
-		int status = !strcmp(code, "internal") ? 500 : 400;
+		int status = !strcmp(code, "internal") ? 500 : !strcmp(code, "disk_full") ? 507 : 400;
 		api_reply_error(call->req, status, code, "%s", error);
 		return;
 	}
@@ -421,6 +427,7 @@ static void handle_exec(struct api_request *req)
 	struct exec_request *request = parse_request(req);
 	if (!request)
 		return;
+	api_body_release(req); /* the request has its own copies */
 	const char *accept = api_header(req, "Accept");
 	request->streaming = !request->background && accept &&
 			     strstr(accept, "application/x-ndjson");

@@ -9,9 +9,15 @@ static void handle_init(struct api_request *req)
 	if (!body)
 		return;
 	bool applied, clock_set;
+	int system_error;
 	char error[512];
-	if (!init_apply(body, &applied, &clock_set, error, sizeof error)) {
-		api_reply_bad_request(req, "%s", error);
+	if (!init_apply(body, &applied, &clock_set, &system_error, error, sizeof error)) {
+		/* Other failures stay 400, as docs/init.md has it (a hosts file
+		 * that is a bind mount cannot be renamed over). */
+		if (api_disk_full(system_error))
+			api_reply_error(req, 507, "disk_full", "%s (free space there and retry)", error);
+		else
+			api_reply_bad_request(req, "%s", error);
 		return;
 	}
 	cJSON *answer = cJSON_CreateObject();

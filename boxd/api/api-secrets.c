@@ -104,29 +104,54 @@ static bool make_dir(const char *path, mode_t mode)
 }
 
 /* Writes `path` whole or not at all: a temp file in the same directory,
- * mode 0600 from its creation, renamed over the old one. */
-static bool write_private_file(const char *dir, const char *path, const void *data, size_t len,
-			       char *error, size_t error_size)
+ * mode 0600 from its creation, renamed over the old one. False with errno
+ * set when it cannot. */
+static bool write_private_file(const char *dir, const char *path, const void *data, size_t len)
 {
 	char *temp = xasprintf("%s/.env-%d.tmp", dir, (int)getpid());
 	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	bool ok = fd >= 0 && io_write_all(fd, data, len);
 	ok = ok && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
-	if (fd >= 0 && close(fd) != 0)
+	int error = errno;
+	if (fd >= 0 && close(fd) != 0 && ok) {
 		ok = false;
-	ok = ok && rename(temp, path) == 0;
-	if (!ok) {
-		snprintf(error, error_size, "cannot write %s: %s", path, strerror(errno));
-		unlink(temp);
+		error = errno;
 	}
+	if (ok && rename(temp, path) != 0) {
+		ok = false;
+		error = errno;
+	}
+	if (!ok)
+		unlink(temp);
 	free(temp);
+	errno = error;
 	return ok;
 }
 
+/* The settings are written: they join the masked set, and the answer. */
+static cJSON *env_applied(const char *service, const char *path, const char *text, size_t len)
+{
+	char error[512];
+	cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
+	cJSON *answer = cJSON_CreateObject();
+	/* Masked like everything boxd returns (a service may be named after a
+	 * value). */
+	char *shown = secrets_mask_text(path);
+	cJSON_AddStringToObject(answer, "path", shown);
+	free(shown);
+	cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
+	steps_add("env", "wrote the settings of %s (%d names)", service,
+		  names ? cJSON_GetArraySize(names) : 0);
+	return answer;
+}
+
+/* The body holds the values: every answer goes only after it is wiped (an
+ * answer frees the request, body included). */
 static void handle_put_env(struct api_request *req)
 {
 	const char *service = api_param(req, 0);
 	if (!valid_service(service)) {
+		wipe_request(req, NULL);
 		api_reply_bad_request(req, "the service name %.100s must be letters, digits, '_', '-' or '.', "
 				      "not starting with '.'", service);
 		return;
@@ -136,6 +161,7 @@ static void handle_put_env(struct api_request *req)
 	char error[512];
 	struct dotenv env;
 	if (!dotenv_parse(text, len, &env, error, sizeof error)) {
+		wipe_request(req, NULL);
 		api_reply_bad_request(req, "the dotenv body is malformed: %s", error);
 		return;
 	}
@@ -145,24 +171,21 @@ static void handle_put_env(struct api_request *req)
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);
-	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700)) {
-		api_reply_error(req, 500, "internal", "cannot create %s: %s", dir, strerror(errno));
-	} else if (!write_private_file(dir, path, text, len, error, sizeof error)) {
-		api_reply_error(req, 500, "internal", "%s", error);
-	} else {
-		cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
-		cJSON *answer = cJSON_CreateObject();
-		/* Masked like everything boxd returns (a service may be named
-		 * after a value). */
-		char *shown = secrets_mask_text(path);
-		cJSON_AddStringToObject(answer, "path", shown);
-		free(shown);
-		cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
-		steps_add("env", "wrote the settings of %s (%d names)", service,
-			  names ? cJSON_GetArraySize(names) : 0);
+	cJSON *answer = NULL;
+	const char *failed = NULL;
+	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700))
+		failed = dir;
+	else if (!write_private_file(dir, path, text, len))
+		failed = path;
+	else
+		answer = env_applied(service, path, text, len);
+	int write_error = errno;
+	wipe_request(req, NULL);
+	if (answer)
 		api_reply_json(req, 200, answer);
-	}
-	explicit_bzero((void *)text, len);
+	else
+		api_reply_write_failed(req, write_error, "cannot %s %s", failed == dir ? "create" : "write",
+				       failed);
 	free(path);
 	free(dir);
 	free(sbx);

@@ -97,34 +97,50 @@ static void remove_stale(const char *dir_path)
 	closedir(dir);
 }
 
+/* WORK/.sbx/uploads, made when missing (its stale uploads removed); false
+ * with errno set when it cannot be made. */
+static bool prepare_spool(const char *work_dir)
+{
+	char *sbx = xasprintf("%s/.sbx", work_dir);
+	char *dir = spool_dir(work_dir);
+	bool ok = (mkdir(sbx, 0755) == 0 || errno == EEXIST) &&
+		  (mkdir(dir, 0700) == 0 || errno == EEXIST);
+	int error = errno;
+	if (ok)
+		remove_stale(dir);
+	free(sbx);
+	free(dir);
+	errno = error;
+	return ok;
+}
+
 static void handle_create(struct api_request *req)
 {
 	char *dest = api_upload_dest(req);
 	if (!dest)
 		return;
-	char *dir = spool_dir(api_config(req)->work_dir);
-	char *sbx = xasprintf("%s/.sbx", api_config(req)->work_dir);
-	mkdir(sbx, 0755);
-	mkdir(dir, 0700);
-	free(sbx);
-	remove_stale(dir);
-	free(dir);
+	const char *work = api_config(req)->work_dir;
+	if (!prepare_spool(work)) {
+		api_reply_write_failed(req, errno, "cannot make %s/.sbx/uploads", work);
+		free(dest);
+		return;
+	}
 	char id[ID_LENGTH + 1];
 	random_hex(id, ID_LENGTH / 2);
-	const char *work = api_config(req)->work_dir;
 	char *dest_path = spool_file(work, id, "dest"), *part_path = spool_file(work, id, "part");
 	FILE *file = fopen(dest_path, "wxe");
 	int part = open(part_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	bool ok = file && part >= 0 && fputs(dest, file) >= 0;
 	if (file && fclose(file) != 0)
 		ok = false;
+	int error = errno;
 	if (part >= 0)
 		close(part);
 	if (!ok) {
 		unlink(dest_path);
 		unlink(part_path);
-		api_reply_error(req, 500, "internal", "cannot make the upload's files under %s/.sbx/uploads: %s",
-				api_config(req)->work_dir, strerror(errno));
+		api_reply_write_failed(req, error, "cannot make the upload's files under %s/.sbx/uploads",
+				       work);
 	} else {
 		cJSON *answer = cJSON_CreateObject();
 		cJSON_AddStringToObject(answer, "uploadId", id);
@@ -158,8 +174,10 @@ static void piece_written(struct api_request *req, bool complete, int error)
 		/* Cut short (the client left), a failed write (disk full) or a
 		 * malformed body: nothing half-done, the offset stays where it was. */
 		(void)!truncate(piece->path, piece->offset);
-		api_reply_error(req, error == EPROTO ? 400 : 500, error == EPROTO ? "bad_request" : "internal",
-				"cannot store the piece: %s", strerror(error));
+		if (error == EPROTO)
+			api_reply_bad_request(req, "cannot store the piece: %s", strerror(error));
+		else
+			api_reply_write_failed(req, error, "cannot store the piece in %s", piece->path);
 		return;
 	}
 	struct stat st;

@@ -81,6 +81,8 @@ static bool fail(struct extract *extract, const char *what, int error)
 {
 	/* The box user may not write there: the caller's to fix, not boxd's. */
 	extract->result->refused = error == EACCES || error == EPERM || error == EROFS;
+	/* A full disk: the caller can free space and send it again. */
+	extract->result->disk_full = error == ENOSPC || error == EDQUOT;
 	snprintf(extract->result->message, sizeof extract->result->message,
 		 "archive entry \"%s\": %s failed (%s)", extract->shown, what, strerror(error));
 	return false;

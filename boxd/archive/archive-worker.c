@@ -10,7 +10,7 @@
  * extract and diff follow symbolic links the box already has wherever they
  * lead, with the box user's file-system identity (box_user_act). extract
  * prints one JSON line on stdout: {"ok":true,"files":N,"bytes":N} or
- * {"error":{"code":"bad_request"|"internal","message":...}}; diff prints
+ * {"error":{"code":"bad_request"|"disk_full"|"internal","message":...}}; diff prints
  * the API's answer ({"changed":[...]} or {"all":true}) or such an error;
  * create writes the archive, and a failure goes to stderr with exit status 1.
  * The diff runs here rather than in boxd so that libcrypto, its threads and
@@ -56,6 +56,14 @@ static int usage(void)
 	return 2;
 }
 
+/* The API's error code for a failed extraction: boxd answers with it. */
+static const char *error_code(const struct archive_extract_result *result)
+{
+	if (result->refused)
+		return "bad_request";
+	return result->disk_full ? "disk_full" : "internal";
+}
+
 static void print_result(bool ok, const struct archive_extract_result *result)
 {
 	cJSON *json = cJSON_CreateObject();
@@ -65,7 +73,7 @@ static void print_result(bool ok, const struct archive_extract_result *result)
 		cJSON_AddNumberToObject(json, "bytes", (double)result->bytes);
 	} else {
 		cJSON *error = cJSON_AddObjectToObject(json, "error");
-		cJSON_AddStringToObject(error, "code", result->refused ? "bad_request" : "internal");
+		cJSON_AddStringToObject(error, "code", error_code(result));
 		cJSON_AddStringToObject(error, "message", result->message);
 	}
 	char *text = cJSON_PrintUnformatted(json);
@@ -142,10 +150,12 @@ static int open_dest(int work_fd, int root_fd, const char *dest,
 	struct work_path_walk how = {.root_fd = root_fd, .create = true};
 	int dir_fd = work_path_walk(work_fd, relative, &how);
 	if (dir_fd < 0) {
+		int error = errno;
 		snprintf(result->message, sizeof result->message,
-			 "dest cannot be made a directory (%s)", strerror(errno));
-		result->refused = errno == ENOTDIR || errno == ELOOP || errno == ENOENT ||
-				  errno == EACCES;
+			 "dest cannot be made a directory (%s)", strerror(error));
+		result->refused = error == ENOTDIR || error == ELOOP || error == ENOENT ||
+				  error == EACCES;
+		result->disk_full = error == ENOSPC || error == EDQUOT;
 	}
 	free(relative);
 	return dir_fd;

@@ -300,6 +300,25 @@ void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 	va_end(ap);
 }
 
+bool api_disk_full(int error)
+{
+	return error == ENOSPC || error == EDQUOT;
+}
+
+void api_reply_write_failed(struct api_request *req, int error, const char *fmt, ...)
+{
+	char what[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (api_disk_full(error))
+		api_reply_error(req, 507, "disk_full", "%s: %s (free space there and retry)", what,
+				strerror(error));
+	else
+		api_reply_error(req, 500, "internal", "%s: %s", what, strerror(error));
+}
+
 void api_add_header(struct api_request *req, const char *name, const char *value)
 {
 	char *shown = redact_text(value);
@@ -484,6 +503,15 @@ cJSON *api_body_json(struct api_request *req)
 	}
 	req->json = json;
 	return json;
+}
+
+void api_body_release(struct api_request *req)
+{
+	if (req->body)
+		evbuffer_free(req->body);
+	req->body = NULL;
+	cJSON_Delete(req->json);
+	req->json = NULL;
 }
 
 static void on_body_done(void *arg, bool complete, int error)

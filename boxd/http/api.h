@@ -72,8 +72,9 @@ const void *api_body(struct api_request *req, size_t *length);
  * ECONNRESET when the client left (then done() runs instead of the
  * api_on_client_gone callback), EPIPE when the reader of a pipe did, EPROTO
  * for malformed chunks. A handler may answer before the body is in (an
- * error): the rest is then not read, done() does not run, and the
- * connection closes. */
+ * error): done() does not run, the rest is read and dropped before the
+ * answer goes out (within bounds, connection.c), and the connection
+ * closes. */
 void api_body_to_fd(struct api_request *req, int fd,
 		    void (*done)(struct api_request *req, bool complete, int error));
 /* Stops feeding the fd given above (closing it); done() does not run. */
@@ -82,6 +83,10 @@ void api_body_abandon(struct api_request *req);
  * replies 400 `bad_request` itself and returns NULL; the handler just returns.
  * An empty body gives an empty object. Owned by the request. */
 cJSON *api_body_json(struct api_request *req);
+/* Frees the body and its JSON now, for a handler that has copied what it
+ * needs and answers much later (a foreground command, at its end): a
+ * 16 MiB body then does not stay for the command's hour. */
+void api_body_release(struct api_request *req);
 /* Per-request data for handlers that answer later; `release` runs when the
  * request ends (answered or abandoned). */
 void api_set_data(struct api_request *req, void *data, void (*release)(void *data));
@@ -136,5 +141,13 @@ void api_reply_bad_request(struct api_request *req, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Writing what the caller sent failed with `error` (an errno): 507
+ * disk_full when the disk is full (ENOSPC, EDQUOT: the caller can free
+ * space and retry), else 500 internal. The message names the path; ": "
+ * and the errno's text are added. */
+void api_reply_write_failed(struct api_request *req, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* True for the errnos of a full disk (or a full quota). */
+bool api_disk_full(int error);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "api-internal.h"
 #include "api.h"
+#include "clock.h"
 #include "http-errors.h"
 #include "http-parser.h"
 #include "log.h"
@@ -35,12 +36,33 @@
 #define STREAM_LOW (64u << 10)
 /* Pipelined requests are not started while this much of earlier answers waits. */
 #define OUTPUT_HIGH (1u << 20)
+/* A body or an answer this big leaves free memory worth handing back (a
+ * 2 MB JSON array parses into 80 MB of small nodes). */
+#define HEAVY_BYTES (64u << 10)
+/* The heap goes back this long after such a request: a burst of them is
+ * trimmed once, and an idle boxd has no timer at all. */
+#define TRIM_DELAY_MS 300
 /* After an answer that left the body unread (413, an early error), what
  * still comes is read and dropped for a moment before the close, so a
  * client still writing its body reads the answer instead of failing its
  * write (as nginx's lingering close does). */
 #define LINGER_SEC 2
 #define LINGER_BYTES (16u << 20)
+/* A streamed body (an upload) answered early, refused at its first entry or
+ * on a full disk, is read to its end and dropped instead, and the answer
+ * waits for that end: the real sync client pipes tar into Node's fetch,
+ * whose undici stops writing a body the moment a whole answer has come
+ * (and closes), which leaves tar blocked on its output for good, and a
+ * client that writes before it reads (Python's http.client) fails its write
+ * when the connection closes under it. Bounded so a refused client holds
+ * its connection only while it is sending: 1 GiB, 10 s without a byte,
+ * 120 s in all (a 40 MB archive needs 0.3 MB/s to make it); then the
+ * answer goes and the connection closes. */
+#define DRAIN_BYTES (1ull << 30)
+#define DRAIN_IDLE_SEC 10
+#define DRAIN_TOTAL_MS (120 * 1000)
+/* What one turn of the loop drops before other connections get theirs. */
+#define DRAIN_TURN_BYTES (1u << 20)
 
 enum conn_state {
 	WAIT_HEAD, /* between requests, or in a head */
@@ -67,6 +89,7 @@ struct http_conn {
 	uint64_t body_left; /* Content-Length bodies */
 	struct http_chunked chunked;
 	bool body_done;
+	bool streams_body;     /* the route takes its body as a stream (API_STREAM_BODY) */
 	struct evbuffer *body; /* READ_BODY: what arrived */
 	size_t body_limit;
 	/* a body streamed into an fd */
@@ -79,14 +102,19 @@ struct http_conn {
 	bool no_splice;    /* the socket cannot splice (vsock): read and write */
 	/* the answer */
 	bool streaming, stream_chunked, close_after;
-	bool lingering; /* CLOSING: dropping the rest of an unread body */
-	size_t discarded;
+	bool lingering;  /* CLOSING: dropping the rest of an unread body */
+	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
+	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
+	uint64_t streamed; /* of a streamed answer so far */
+	uint64_t discarded;
+	int64_t drain_deadline_ms;
 	void (*drained)(void *arg);
 	void *drained_arg;
 	struct http_conn *prev, *next;
 };
 
 static struct event_base *loop;
+static struct event *trim_timer;
 static int idle_timeout_sec = 60;
 static struct http_conn *connections;
 static size_t connection_count, connection_cap;
@@ -115,9 +143,15 @@ static size_t cap_from_limit(void)
 	return cap < 65536 ? cap : 65536;
 }
 
+static void trim_heap(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
 void http_conn_setup(struct event_base *base, int idle_sec)
 {
 	loop = base;
+	trim_timer = evtimer_new(base, trim_heap, NULL);
 	idle_timeout_sec = idle_sec > 0 ? idle_sec : 60;
 	connection_cap = cap_from_limit();
 }
@@ -139,9 +173,15 @@ static void sink_stop(struct http_conn *conn)
 	conn->sink_done = NULL;
 }
 
-static void trim_heap(evutil_socket_t fd, short what, void *arg)
+/* The free pages of the heap go back to the system in a moment, once:
+ * glibc returns only the top of its heap by itself, and what a big request
+ * freed below something still in use would stay resident for good. */
+static void trim_soon(void)
 {
-	malloc_trim(0);
+	if (trim_timer && !evtimer_pending(trim_timer, NULL)) {
+		struct timeval later = {0, TRIM_DELAY_MS * 1000};
+		evtimer_add(trim_timer, &later);
+	}
 }
 
 /* After many connections have come and gone (a burst of clients, 10,000
@@ -150,8 +190,7 @@ static void maybe_trim(void)
 {
 	if (connection_count == 0 && connection_peak >= 256) {
 		connection_peak = 0;
-		struct timeval later = {0, 200 * 1000};
-		event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
+		trim_soon();
 	}
 }
 
@@ -243,6 +282,7 @@ static const char *reason_of(int status)
 	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
 	default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
 	}
 }
@@ -280,12 +320,33 @@ static void decide_close(struct http_conn *conn)
 		conn->close_after = true;
 }
 
+/* An answer came before a streamed body ended: the rest is read through
+ * its framing and dropped (DRAIN_*) while the answer waits, unless the
+ * client waits for a 100 Continue it was not sent (it sends no body) or the
+ * body's declared length passes the bound: then only the short linger. */
+static bool start_draining(struct http_conn *conn)
+{
+	if (!conn->streams_body || (conn->expect_continue && !conn->continue_sent) ||
+	    (conn->body_kind == HTTP_BODY_LENGTH && conn->body_left > DRAIN_BYTES))
+		return false;
+	conn->discarding = true;
+	conn->discarded = 0;
+	conn->drain_deadline_ms = clock_monotonic_ms() + DRAIN_TOTAL_MS;
+	bufferevent_disable(conn->bev, EV_WRITE); /* the answer waits */
+	arm_timer(conn, DRAIN_IDLE_SEC);
+	return true;
+}
+
 /* The answer is complete (queued): go on with the next request, or close. */
 static void answered(struct http_conn *conn)
 {
 	conn->req = NULL;
 	conn->streaming = false;
 	conn->drained = NULL;
+	if (conn->heavy || conn->streamed >= HEAVY_BYTES)
+		trim_soon(); /* the request is freed by then (right after this) */
+	conn->heavy = false;
+	conn->streamed = 0;
 	if (conn->sink_done) {
 		/* The handler answered before taking the whole body. */
 		sink_stop(conn);
@@ -297,7 +358,8 @@ static void answered(struct http_conn *conn)
 		bufferevent_setwatermark(conn->bev, EV_READ, 0, 0);
 		conn->lingering = !conn->body_done && !conn->peer_done;
 		if (conn->lingering) {
-			arm_timer(conn, LINGER_SEC);
+			if (!start_draining(conn))
+				arm_timer(conn, LINGER_SEC);
 		} else {
 			bufferevent_disable(conn->bev, EV_READ);
 			event_del(conn->timer);
@@ -314,7 +376,7 @@ static void answered(struct http_conn *conn)
 static void send_now(struct http_conn *conn)
 {
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	if (!conn->dead && evbuffer_get_length(out) > 0)
+	if (!conn->dead && !conn->discarding && evbuffer_get_length(out) > 0)
 		evbuffer_write(out, conn->fd);
 }
 
@@ -322,13 +384,15 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers,
 		       const void *body, size_t length)
 {
 	decide_close(conn);
+	if (length >= HEAVY_BYTES)
+		conn->heavy = true;
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, headers);
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
 	if (!conn->is_head_method && length)
 		evbuffer_add(out, body, length);
-	send_now(conn);
 	answered(conn);
+	send_now(conn);
 }
 
 void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,
@@ -354,6 +418,7 @@ void http_conn_stream_write(struct http_conn *conn, const void *data, size_t len
 {
 	if (!conn->streaming || conn->is_head_method || length == 0)
 		return;
+	conn->streamed += length;
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	if (conn->stream_chunked)
 		evbuffer_add_printf(out, "%zx\r\n", length);
@@ -381,6 +446,7 @@ static void refuse(struct http_conn *conn, int status, const char *message)
 	conn->close_after = true;
 	conn->minor_version = 1;
 	conn->is_head_method = false;
+	conn->streams_body = false;
 	/* Whatever else comes is dropped for a moment (a client still sending
 	 * its head reads this answer), except from a client too slow to matter. */
 	conn->body_done = status == 408;
@@ -407,6 +473,11 @@ enum pump {
 static ssize_t deliver(struct http_conn *conn, struct evbuffer *input, const char *data,
 		       size_t length, enum pump *result)
 {
+	if (conn->discarding) {
+		evbuffer_drain(input, length);
+		conn->discarded += length;
+		return (ssize_t)length;
+	}
 	if (conn->state == READ_BODY) {
 		if (evbuffer_get_length(conn->body) + length > conn->body_limit) {
 			*result = PUMP_TOO_LARGE;
@@ -438,19 +509,42 @@ static uint64_t data_run(struct http_conn *conn)
 	return http_chunked_data_left(&conn->chunked);
 }
 
+/* `length` bytes of body data were taken from the socket. */
+static void body_taken(struct http_conn *conn, size_t length)
+{
+	if (conn->body_kind == HTTP_BODY_LENGTH) {
+		conn->body_left -= length;
+		conn->body_done = conn->body_left == 0;
+	} else {
+		http_chunked_take(&conn->chunked, length);
+	}
+}
+
 /* With nothing buffered, body data goes from the socket to the sink fd
  * directly: spliced into a pipe (the archive worker's stdin), or read in
- * big pieces for a file, instead of libevent's 4 KiB reads and a copy.
- * Returns what was moved, 0 when the socket has nothing now (or ended),
- * -1 with *result set when the sink is full or failed. */
+ * big pieces for a file (or to be dropped), instead of libevent's 4 KiB
+ * reads and a copy. Returns what was taken from the socket, 0 when it has
+ * nothing now (or ended), -1 with *result set when the sink is full or
+ * failed. What was read counts as taken even when the sink then fails, so
+ * the framing stays right for the drain after the answer. */
 static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
 {
 	static char buffer[256 << 10];
 	if (want > sizeof buffer)
 		want = sizeof buffer;
+	if (conn->discarding) {
+		ssize_t got = read(conn->fd, buffer, (size_t)want);
+		if (got <= 0)
+			return 0;
+		body_taken(conn, (size_t)got);
+		conn->discarded += (uint64_t)got;
+		return got;
+	}
 	if (conn->sink_is_pipe && !conn->no_splice) {
 		ssize_t moved = splice(conn->fd, NULL, conn->sink_fd, NULL, (size_t)want,
 				       SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (moved > 0)
+			body_taken(conn, (size_t)moved);
 		if (moved >= 0)
 			return moved;
 		if (errno == EAGAIN) {
@@ -481,6 +575,7 @@ static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
 	ssize_t got = read(conn->fd, buffer, (size_t)want);
 	if (got <= 0)
 		return 0; /* nothing now, or the end: the bufferevent sees it too */
+	body_taken(conn, (size_t)got);
 	for (ssize_t done = 0; done < got;) {
 		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
 		if (wrote < 0 && errno == EINTR)
@@ -500,21 +595,19 @@ static enum pump body_pump(struct http_conn *conn)
 {
 	struct evbuffer *input = bufferevent_get_input(conn->bev);
 	enum pump result = PUMP_MORE;
+	uint64_t dropped_before = conn->discarded;
 	while (!conn->body_done) {
+		if (conn->discarded - dropped_before >= DRAIN_TURN_BYTES)
+			return PUMP_MORE; /* the rest on a later turn (drain_body) */
 		struct evbuffer_iovec piece;
 		if (evbuffer_peek(input, -1, NULL, &piece, 1) < 1 || piece.iov_len == 0) {
-			uint64_t want = conn->state == RUNNING ? data_run(conn) : 0;
+			bool straight = conn->state == RUNNING || conn->discarding;
+			uint64_t want = straight ? data_run(conn) : 0;
 			ssize_t moved = want ? direct(conn, want, &result) : 0;
 			if (moved < 0)
 				return result;
 			if (moved == 0)
 				return PUMP_MORE;
-			if (conn->body_kind == HTTP_BODY_LENGTH) {
-				conn->body_left -= (uint64_t)moved;
-				conn->body_done = conn->body_left == 0;
-			} else {
-				http_chunked_take(&conn->chunked, (size_t)moved);
-			}
 			continue;
 		}
 		const char *data = piece.iov_base;
@@ -649,7 +742,13 @@ static void read_body(struct http_conn *conn)
 	conn->body = NULL;
 	conn->state = RUNNING;
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
+	bool heavy = evbuffer_get_length(body) >= HEAVY_BYTES;
+	conn->heavy = conn->heavy || heavy;
 	api_request_run(req, body);
+	/* Also now: a handler that answers much later (a foreground command)
+	 * has let the body go already (api_body_release). */
+	if (heavy)
+		trim_soon();
 }
 
 /* ---- heads ---- */
@@ -669,7 +768,8 @@ static void start_request(struct http_conn *conn, struct http_head *head)
 	uint64_t declared = head->body == HTTP_BODY_LENGTH ? head->content_length : 0;
 	struct api_request *req = api_request_begin(conn, head);
 	conn->req = req;
-	if (api_request_streams_body(req)) {
+	conn->streams_body = api_request_streams_body(req);
+	if (conn->streams_body) {
 		conn->state = RUNNING;
 		api_request_run(req, NULL);
 		return;
@@ -752,11 +852,47 @@ static void read_head(struct http_conn *conn)
 	start_request(conn, &head);
 }
 
+/* The end of what is read before the close; an answer that waited goes. */
 static void stop_lingering(struct http_conn *conn)
 {
 	conn->lingering = false;
 	bufferevent_disable(conn->bev, EV_READ);
 	event_del(conn->timer);
+	if (conn->discarding) {
+		conn->discarding = false;
+		bufferevent_enable(conn->bev, EV_WRITE);
+		send_now(conn);
+	}
+}
+
+/* Bytes keep coming: DRAIN_IDLE_SEC more, within the whole drain's time. */
+static void drain_rearm(struct http_conn *conn)
+{
+	int64_t left = conn->drain_deadline_ms - clock_monotonic_ms();
+	if (left <= 0) {
+		stop_lingering(conn);
+		return;
+	}
+	if (left > DRAIN_IDLE_SEC * 1000)
+		left = DRAIN_IDLE_SEC * 1000;
+	struct timeval delay = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+	event_add(conn->timer, &delay);
+}
+
+/* CLOSING after an early answer to a streamed body: drops what has come,
+ * until the body's end (or malformed framing) or the bounds. */
+static void drain_body(struct http_conn *conn)
+{
+	uint64_t before = conn->discarded;
+	enum pump result = body_pump(conn);
+	if (result != PUMP_MORE || conn->discarded > DRAIN_BYTES) {
+		stop_lingering(conn);
+		return;
+	}
+	if (conn->discarded > before)
+		drain_rearm(conn);
+	if (conn->discarded - before >= DRAIN_TURN_BYTES)
+		later_soon(conn); /* more may wait in the input, with the socket quiet */
 }
 
 /* Does what the connection's state calls for with what has arrived. An
@@ -780,7 +916,9 @@ static void conn_process(struct http_conn *conn)
 			sink_pump(conn);
 		break;
 	case CLOSING:
-		if (conn->lingering) {
+		if (conn->discarding) {
+			drain_body(conn);
+		} else if (conn->lingering) {
 			struct evbuffer *input = bufferevent_get_input(conn->bev);
 			conn->discarded += evbuffer_get_length(input);
 			evbuffer_drain(input, evbuffer_get_length(input));
@@ -940,6 +1078,9 @@ void http_conn_close_all(void)
 		conn->busy = 0;
 		conn_free(conn);
 	}
+	if (trim_timer)
+		event_free(trim_timer);
+	trim_timer = NULL;
 }
 
 pid_t http_conn_peer_pid(const struct http_conn *conn)

@@ -11,7 +11,8 @@
  * Bodies reach the router buffered (at most the route's limit, 413 from the
  * head alone past it) or, for API_STREAM_BODY routes, as a stream into an fd
  * the handler gives (http_conn_body_to_fd): the socket is read only as fast
- * as that fd takes the bytes. */
+ * as that fd takes the bytes. A streamed body answered before its end is
+ * read and dropped to its end (bounded) before that answer goes out. */
 #ifndef BOXD_CONNECTION_H
 #define BOXD_CONNECTION_H
 

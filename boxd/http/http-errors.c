@@ -17,6 +17,7 @@ const char *http_error_code(int status)
 	case 501: return "not_implemented";
 	case 503: return "unavailable";
 	case 505: return "bad_request";
+	case 507: return "disk_full";
 	default: return status >= 500 ? "internal" : "bad_request";
 	}
 }

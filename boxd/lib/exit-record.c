@@ -8,7 +8,8 @@
 #include "fields.h"
 #include "xalloc.h"
 
-#define STATE_FILE_LIMIT (1u << 20)
+/* A meta file holds the command's text, up to the 16 MiB of a request. */
+#define STATE_FILE_LIMIT (32u << 20)
 
 static void meta_fields(const struct shim_meta *meta, struct fields_writer *w_out)
 {

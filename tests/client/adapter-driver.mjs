@@ -9,18 +9,23 @@
 //
 // What stands in for the control plane is small and says what it does:
 //   - POST /v1/boxes/{id}/sync?dest=D (the adapter's upload) is passed to
-//     boxd's POST /v1/sync/upload?dest=D;
+//     boxd's POST /v1/sync/upload?dest=D as it arrives (the body is never
+//     held whole), and boxd's answer back the moment it comes; an error's
+//     message goes where the adapter reads it ({"error": "MESSAGE (CODE)"},
+//     as docs/api.md asks of the control plane);
 //   - sandbox_exec (the adapter's compare, run in the box) is boxd's
 //     POST /v1/exec with the same command line;
 //   - /work in the adapter's command line is boxd's work dir.
 //
 //   node adapter-driver.mjs check
 //   node adapter-driver.mjs pair '{"socket","workDir","src","dest","sync":bool}'
+//   node adapter-driver.mjs sync '{"socket","src","dest"}'
 //
 // `pair` prints one JSON line: the adapter's manifest size, its compare's
 // answer, boxd's native answer for the same manifest, and with "sync" the
 // result of a sync through the native path (native diff, the adapter's
-// upload) and both answers again afterwards.
+// upload) and both answers again afterwards. `sync` prints the result of
+// that sync alone and how long it took (`ms`).
 import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync, lstatSync } from "node:fs";
 import { createServer, request } from "node:http";
 import { createRequire } from "node:module";
@@ -68,21 +73,33 @@ function boxd(socket, method, path, body, headers = {}) {
 function startControl(socket) {
   const server = createServer((req, res) => {
     const url = new URL(req.url, "http://control");
-    const chunks = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", async () => {
-      if (req.method !== "POST" || !/^\/v1\/boxes\/[^/]+\/sync$/.test(url.pathname)) {
-        res.writeHead(404).end("{}");
-        return;
-      }
-      try {
-        const answer = await boxd(socket, "POST", `/v1/sync/upload?dest=${encodeURIComponent(url.searchParams.get("dest"))}`,
-          Buffer.concat(chunks), { "Content-Type": req.headers["content-type"] || "application/gzip" });
-        res.writeHead(answer.status, { "Content-Type": "application/json" }).end(answer.body);
-      } catch (err) {
-        res.writeHead(502).end(String(err));
-      }
+    if (req.method !== "POST" || !/^\/v1\/boxes\/[^/]+\/sync$/.test(url.pathname)) {
+      req.resume();
+      res.writeHead(404).end("{}");
+      return;
+    }
+    const upstream = request({
+      socketPath: socket, method: "POST",
+      path: `/v1/sync/upload?dest=${encodeURIComponent(url.searchParams.get("dest"))}`,
+      headers: { "Content-Type": req.headers["content-type"] || "application/gzip", "Transfer-Encoding": "chunked" },
     });
+    upstream.on("response", (answer) => {
+      const chunks = [];
+      answer.on("data", (c) => chunks.push(c));
+      answer.on("end", () => {
+        let body = Buffer.concat(chunks);
+        if (answer.statusCode >= 400) {
+          const error = JSON.parse(body.toString()).error;
+          body = Buffer.from(JSON.stringify({ error: `${error.message} (${error.code})` }));
+        }
+        res.writeHead(answer.statusCode, { "Content-Type": "application/json" }).end(body);
+      });
+    });
+    // Once boxd has answered, what becomes of the rest of the body is boxd's to say.
+    upstream.on("error", (err) => {
+      if (!res.headersSent) res.writeHead(502).end(JSON.stringify({ error: String(err) }));
+    });
+    req.pipe(upstream);
   });
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
@@ -174,22 +191,28 @@ if (command === "check") {
   console.log(JSON.stringify({ ok: true, version: PINNED, dir }));
   process.exit(0);
 }
-if (command !== "pair") fail("usage: adapter-driver.mjs check | pair JSON");
+if (command !== "pair" && command !== "sync") fail("usage: adapter-driver.mjs check | pair JSON | sync JSON");
 const { socket, workDir, src, dest, sync } = JSON.parse(argument);
 const control = await startControl(socket);
 try {
   const adapter = await loadAdapter(dir, `http://127.0.0.1:${control.address().port}`);
-  const { manifest } = manifestOf(adapter, src);
-  const out = { entries: manifest.length };
-  out.adapter = await adapterCompare(adapter, socket, workDir, dest, manifest);
-  out.native = await nativeCompare(socket, dest, manifest);
-  if (sync) {
-    out.sync = await syncNative(adapter, socket, src, dest);
-    const after = manifestOf(adapter, src).manifest;
-    out.adapterAfter = await adapterCompare(adapter, socket, workDir, dest, after);
-    out.nativeAfter = await nativeCompare(socket, dest, after);
+  if (command === "sync") {
+    const started = Date.now();
+    const result = await syncNative(adapter, socket, src, dest);
+    console.log(JSON.stringify({ ...result, ms: Date.now() - started }));
+  } else {
+    const { manifest } = manifestOf(adapter, src);
+    const out = { entries: manifest.length };
+    out.adapter = await adapterCompare(adapter, socket, workDir, dest, manifest);
+    out.native = await nativeCompare(socket, dest, manifest);
+    if (sync) {
+      out.sync = await syncNative(adapter, socket, src, dest);
+      const after = manifestOf(adapter, src).manifest;
+      out.adapterAfter = await adapterCompare(adapter, socket, workDir, dest, after);
+      out.nativeAfter = await nativeCompare(socket, dest, after);
+    }
+    console.log(JSON.stringify(out));
   }
-  console.log(JSON.stringify(out));
 } finally {
   control.close();
 }

@@ -14,6 +14,7 @@ import os
 import random
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -275,3 +276,30 @@ def test_generated_trees_with_linked_directories(boxd, adapter, tmp_path):
     assert out["adapterAfter"] == out["nativeAfter"] == {"changed": []}
     # The links are still the box's own.
     assert os.path.islink(os.path.join(box, "d0")) and os.path.islink(os.path.join(box, "d1"))
+
+
+def test_a_sync_refused_at_its_first_entry_ends_with_the_message(boxd, adapter, tmp_path):
+    """The adapter's own upload (tar piped into fetch, through a control plane
+    that streams it on) of a ~40 MB archive whose first entry boxd refuses:
+    the box has a file where the client has a folder. boxd has its answer at
+    once; the sync must end promptly with that message. It used to hang for
+    good: boxd answered and closed, fetch stopped writing, tar waited on its
+    full pipe and the adapter on tar."""
+    client = tmp_path / "client"
+    write(os.path.join(client, "a/first.txt"), b"first\n")
+    write(os.path.join(client, "big.bin"), os.urandom(40 << 20))
+    git_init(str(client))
+    write(os.path.join(boxd.work_dir, "app/a"), b"a file where the client has a folder\n")
+    started = time.monotonic()
+    try:
+        result = run_driver("sync", json.dumps({"socket": boxd.socket, "src": str(client),
+                                                "dest": "app"}), timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the sync hung: no answer reached the client within 90 s")
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    out = json.loads(result.stdout)
+    assert out["ok"] is False and out["error"].startswith("sync failed (HTTP 400): "), out
+    assert 'archive entry "a/first.txt"' in out["error"] and "(bad_request)" in out["error"], out
+    assert not os.path.exists(os.path.join(boxd.work_dir, "app/big.bin"))  # refused first
+    assert took < 30, took

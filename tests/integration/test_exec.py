@@ -86,12 +86,13 @@ def test_users_added_or_changed_while_boxd_runs(boxd_factory, tmp_path):
 
 
 def test_kept_results_past_the_byte_bound_go_oldest_first(box):
-    """64 MiB of captures are kept (exec.h): 9 of 8 MiB leave the oldest out
-    at the next start, and only it."""
+    """64 MiB of captures and command text are kept (exec.h): 9 of just
+    under 8 MiB leave the oldest out at the next start, and only it."""
     ids = []
+    size = (8 << 20) - 1024  # 8 of them and their commands fit
     for _ in range(9):
-        body = ok(box, "head -c 8388608 /dev/zero | tr '\\0' a", maxOutputBytes=8 << 20)
-        assert len(body["stdout"]) == 8 << 20 and not body["truncated"]
+        body = ok(box, f"head -c {size} /dev/zero | tr '\\0' a", maxOutputBytes=8 << 20)
+        assert len(body["stdout"]) == size and not body["truncated"]
         ids.append(body["id"])
     assert box.call("GET", f"/v1/exec/{ids[0]}")[0] == 200  # nothing started since
     ok(box, "true")
@@ -99,6 +100,68 @@ def test_kept_results_past_the_byte_bound_go_oldest_first(box):
     assert not os.path.exists(os.path.join(box.run_dir, "procs", ids[0]))
     for kept in ids[1:]:
         assert box.call("GET", f"/v1/exec/{kept}")[0] == 200, kept
+
+
+@pytest.mark.parametrize("size", [70_000, 4 << 20])
+def test_a_long_command_runs_whole(box, size):
+    """A file written through a heredoc, past the shim's 64 KiB message: the
+    command used to be killed (70 KB: its meta cut short, the shim taken for
+    dead) or never to start (300 KB and more: 500)."""
+    content = "".join(f"line {i} of a file written by a heredoc\n" for i in range(size // 40))
+    body = ok(box, f"cat > written.txt <<'EOF'\n{content}EOF\necho done")
+    assert body["exitCode"] == 0 and body["stdout"] == "done\n", body
+    assert open(os.path.join(box.work_dir, "written.txt")).read() == content
+
+
+def test_a_long_background_command_is_listed_whole_after_a_restart(box):
+    cmd = "sleep 1 #" + "x" * (1 << 20)
+    bg_id = start_bg(box, cmd)
+    assert box.call("GET", f"/v1/procs/{bg_id}")[1]["cmd"] == cmd
+    box.stop()
+    box.start()
+    p = wait_exited(box, bg_id)
+    assert p["cmd"] == cmd and p["exitCode"] == 0, {k: v for k, v in p.items() if k != "cmd"}
+
+
+def test_a_note_is_at_most_4_kib(box):
+    """A note is a label kept with the command (procs list it): one of 4 KiB
+    is kept as given; a longer one is refused naming the limit, before
+    anything starts (a 15 MiB note used to be kept in memory per result and
+    listed by every GET /v1/procs)."""
+    label = "é" * 2048  # 4096 bytes
+    bg_id = start_bg(box, "true", note=label)
+    assert wait_exited(box, bg_id)["note"] == label
+    for note in ("x" * 4097, "n" * (15 << 20)):
+        status, body = run(box, "echo ran > ran.txt", note=note, background=True)
+        assert_error((status, body), 400, "bad_request", len(note))
+        assert "4096" in body["error"]["message"], body
+    assert [p["bgId"] for p in box.call("GET", "/v1/procs")[1]["procs"]] == [bg_id]
+    assert not os.path.exists(os.path.join(box.work_dir, "ran.txt"))
+
+
+def test_kept_results_count_their_command_text(box):
+    """1 MiB commands: the text of ended results counts in the bounds, so
+    70 foreground results keep at most 64 MiB in the run dir and none in
+    boxd's memory, and 20 ended background procs at most 16 MiB (in memory,
+    for the list), oldest first out."""
+    long = "#" + "x" * ((1 << 20) - 1)
+    ids = [ok(box, "true " + long)["id"] for _ in range(70)]
+    ok(box, "true")
+    procs_dir = os.path.join(box.run_dir, "procs")
+    held = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(procs_dir) for f in fs)
+    assert held <= (64 << 20) + (1 << 20), held
+    assert box.call("GET", f"/v1/exec/{ids[0]}")[0] == 404
+    assert box.call("GET", f"/v1/exec/{ids[-1]}")[0] == 200
+    bg = []
+    for _ in range(20):  # each start forgets what is past the bounds
+        bg.append(start_bg(box, "true " + long))
+        wait_exited(box, bg[-1])
+    ok(box, "true")
+    listed = box.request("GET", "/v1/procs")
+    procs = json.loads(listed.body)["procs"]
+    assert len(listed.body) < (17 << 20), len(listed.body)
+    assert [p["bgId"] for p in procs] == bg[-len(procs):] and 10 <= len(procs) <= 16, len(procs)
+    assert all(p["cmd"] == "true " + long for p in procs)
 
 
 def test_cwd_that_is_a_file(box):

@@ -263,11 +263,11 @@ def _small_tmpfs(path, size="2m"):
 def _fill(directory):
     import os
     path = os.path.join(directory, "filler")
-    with open(path, "wb") as f:
+    # Unbuffered: a buffer left to flush would fail again at the close.
+    with open(path, "wb", buffering=0) as f:
         try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
+            while f.write(b"\0" * 65536):
+                pass
         except OSError:
             pass
     return path
@@ -288,8 +288,8 @@ def test_a_full_run_dir_neither_floods_nor_crashes(boxd_factory, tmp_path):
         ids = [box.call("POST", "/v1/exec", {"cmd": "sleep 1; echo done", "background": True})[1]["bgId"]
                for _ in range(3)]
         filler = _fill(str(mount))
-        status, refused = box.call("POST", "/v1/exec", {"cmd": "echo hi"})
-        assert status >= 400 and "No space left on device" in refused["error"]["message"]
+        # The command's text fills the run dir: the caller hears the disk is full.
+        _disk_full(box.call("POST", "/v1/exec", {"cmd": "echo hi"}), box.run_dir)
 
         def ended():
             procs = box.call("GET", "/v1/procs")[1]["procs"]
@@ -310,6 +310,93 @@ def test_a_full_run_dir_neither_floods_nor_crashes(boxd_factory, tmp_path):
         os.unlink(filler)
         status, result = box.call("POST", "/v1/exec", {"cmd": "echo hi"})
         assert status == 200 and result["stdout"] == "hi\n"
+        box.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+def _disk_full(result, *named):
+    """(status, body) is 507 disk_full, its message naming each of `named`."""
+    status, body = result
+    assert status == 507 and body["error"]["code"] == "disk_full", (status, body)
+    message = body["error"]["message"]
+    assert "No space left on device" in message, message
+    for name in named:
+        assert name in message, (name, message)
+    return message
+
+
+def _archive(name, data):
+    import io
+    import tarfile
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=1) as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_caller_bytes_on_a_full_work_dir_are_507_disk_full(boxd_factory, tmp_path):
+    """The work dir on a 2 MiB tmpfs. Whatever boxd writes of a caller's bytes
+    there answers 507 disk_full naming where (it was a 500 internal, which a
+    caller cannot act on): a sync upload (a 4 MB archive, refused mid-body:
+    its writer still reads the answer), a resumable piece, a finish, env
+    files; the old files stay as they were."""
+    import subprocess
+    mount = tmp_path / "small"
+    _small_tmpfs(mount)
+    try:
+        box = boxd_factory(start=False)
+        box.work_dir = work = str(mount / "work")
+        box.start()
+        incompressible = _archive("big.bin", os.urandom(4 << 20))
+        _disk_full(box.call("POST", "/v1/sync/upload?dest=app", incompressible, timeout=60),
+                   f"{work}/app", '"big.bin"')
+        assert not os.path.exists(os.path.join(work, "app", "big.bin"))
+        # A piece that does not fit: cut back to its offset.
+        upload_id = box.call("POST", "/v1/uploads?dest=app")[1]["uploadId"]
+        part = f"{work}/.sbx/uploads/{upload_id}.part"
+        _disk_full(box.call("PUT", f"/v1/uploads/{upload_id}", incompressible,
+                            headers={"Upload-Offset": "0"}, timeout=60), part)
+        assert box.request("HEAD", f"/v1/uploads/{upload_id}").headers["upload-offset"] == "0"
+        # One that fits and expands past the disk when extracted.
+        zeros = _archive("zeros.bin", bytes(4 << 20))
+        assert box.call("PUT", f"/v1/uploads/{upload_id}", zeros,
+                        headers={"Upload-Offset": "0"})[0] == 200
+        _disk_full(box.call("POST", f"/v1/uploads/{upload_id}/finish", timeout=60),
+                   f"{work}/app", '"zeros.bin"')
+        assert box.call("DELETE", f"/v1/uploads/{upload_id}")[0] == 200
+        # Env files, and new uploads, once nothing is left at all.
+        assert box.call("PUT", "/v1/env/api", "PORT=1\n")[0] == 200
+        filler = _fill(str(mount))
+        _disk_full(box.call("PUT", "/v1/env/api", "PORT=2\n" + "X=" + "y" * 100_000 + "\n"),
+                   f"{work}/.sbx/env/api.env")
+        assert open(os.path.join(work, ".sbx", "env", "api.env")).read() == "PORT=1\n"
+        _disk_full(box.call("POST", "/v1/uploads?dest=app"), f"{work}/.sbx/uploads")
+        _disk_full(box.call("POST", "/v1/sync/upload?dest=app", zeros, timeout=60), f"{work}/app")
+        os.unlink(filler)
+        status, answer = box.call("POST", "/v1/sync/upload?dest=app", _archive("ok.txt", b"ok"))
+        assert status == 200 and answer["files"] == 1, answer
+        box.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(mount)])
+
+
+def test_an_init_on_a_full_disk_is_507_disk_full(boxd_factory, tmp_path):
+    """The hosts block init writes (--hosts-file here on a full tmpfs)."""
+    import subprocess
+    mount = tmp_path / "etc"
+    _small_tmpfs(mount)
+    try:
+        hosts = mount / "hosts"
+        hosts.write_text("127.0.0.1\tlocalhost\n")
+        box = boxd_factory("--hosts-file", str(hosts))
+        filler = _fill(str(mount))
+        _disk_full(box.call("POST", "/v1/init", {"hosts": {"api": "10.0.0.1"}}), str(hosts))
+        assert hosts.read_text() == "127.0.0.1\tlocalhost\n"
+        os.unlink(filler)
+        assert box.call("POST", "/v1/init", {"hosts": {"api": "10.0.0.1"}})[0] == 200
         box.stop()
     finally:
         subprocess.run(["umount", "-l", str(mount)])

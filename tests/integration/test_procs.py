@@ -26,6 +26,25 @@ def test_background_lifecycle(box):
     assert any(s["kind"] == "bg" and bg_id in s["summary"] for s in steps)
 
 
+def test_the_list_stays_small_with_many_kept_procs(box):
+    """100 ended procs, each with the longest note (4 KiB), and 100
+    foreground results beside them: the list is the procs' own size, about
+    5 KB each, and comes at once (with 15 MiB notes, 5 procs made 78 MB)."""
+    note = "n" * 4096
+    ids = [start_bg(box, f"exit {i % 7}", note=note) for i in range(100)]
+    for _ in range(100):
+        ok(box, "true")
+    wait_exited(box, ids[-1])
+    started = time.monotonic()
+    listed = box.request("GET", "/v1/procs")
+    took = time.monotonic() - started
+    procs = json.loads(listed.body)["procs"]
+    assert [p["bgId"] for p in procs] == ids
+    assert all(p["note"] == note for p in procs)
+    assert len(listed.body) < 100 * 5000, len(listed.body)
+    assert took < 1, took
+
+
 def test_foreground_ids_are_not_procs(box):
     body = ok(box, "true")
     assert_error(box.call("GET", f"/v1/procs/{body['id']}"), 404, "not_found")

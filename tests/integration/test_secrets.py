@@ -170,6 +170,20 @@ def test_env_hostile_inputs(sboxd, service, body, status, fragment):
     assert not os.path.exists(env_dir) or os.listdir(env_dir) == []
 
 
+def test_env_with_long_values_is_written_and_boxd_lives_on(sboxd):
+    """The body was wiped after the answer had freed it: a write into freed
+    memory on every call, a crash (SIGSEGV) once the body was big enough
+    to live in a mapping of its own (50 KB here)."""
+    for size in (1000, 50_000, 200_000):
+        text = "PORT=1\nBLOB=" + "y" * size + "\n"
+        status, answer = sboxd.call("PUT", "/v1/env/web", text)
+        assert status == 200 and answer["names"] == ["PORT", "BLOB"], answer
+        with open(os.path.join(sboxd.work_dir, ".sbx", "env", "web.env")) as f:
+            assert f.read() == text
+    assert sboxd.proc.poll() is None
+    assert sboxd.call("GET", "/v1/health")[0] == 200
+
+
 def test_error_message_of_env_masks_values(sboxd):
     put_secrets(sboxd, {"S1": S1})
     status, answer = sboxd.call("PUT", "/v1/env/web", "A=1\n" + S1 + " oops\n")

@@ -1,16 +1,18 @@
 """POST /v1/sync/upload and /v1/uploads: extraction, hostile archives,
 resumable uploads."""
 import gzip
+import io
 import json
 import os
 import socket
 import stat
 import subprocess
 import tarfile
+import time
 
 import pytest
 
-from conftest import FLAT_MEMORY_ENV, MEMORY_SCALE, assert_error
+from conftest import FLAT_MEMORY_ENV, MEMORY_SCALE, UnixConnection, assert_error
 from synclib import member, snapshot, tar_gz
 
 
@@ -332,9 +334,10 @@ def test_single_request_streamed_chunked(boxd):
         assert open(os.path.join(boxd.work_dir, "chunky", info.name), "rb").read() == content
 
 
-def test_a_refused_upload_answers_before_its_body_and_closes(boxd):
-    """A bad dest is refused from the head: the client still writing its
-    body reads the JSON 400 rather than a failed write, then boxd closes."""
+def test_a_refused_upload_is_answered_after_its_body_then_closed(boxd):
+    """A bad dest is refused from the head: the body is read to its end and
+    dropped, the client reads the JSON 400 rather than a failed write, then
+    boxd closes."""
     raw = socket.socket(socket.AF_UNIX)
     raw.settimeout(30)
     raw.connect(boxd.socket)
@@ -346,6 +349,78 @@ def test_a_refused_upload_answers_before_its_body_and_closes(boxd):
     raw.close()
     assert answer.startswith(b"HTTP/1.1 400") and b"Connection: close" in answer, answer
     assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == "bad_request"
+
+
+# ---- early answers to streamed bodies ----
+
+@pytest.fixture(scope="module")
+def forty_mb():
+    return os.urandom(40 << 20)
+
+
+def archive_with(first, content):
+    """A tar.gz of `first` (a member), then 40 MB of `content`."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.GNU_FORMAT, compresslevel=1) as tar:
+        for info, data in (first, member("big.bin", data=content)):
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def write_then_read(boxd, method, path, data, chunked_encoding, headers=None):
+    """Python's http.client writing `data` in 64 KiB pieces, as a client
+    piping an archive into its request does, then reading the answer:
+    (status, body as JSON, seconds taken)."""
+    connection = UnixConnection(boxd.socket, timeout=60)
+    pieces = (data[at:at + (1 << 16)] for at in range(0, len(data), 1 << 16))
+    head = {"Content-Type": "application/gzip", **(headers or {})}
+    if not chunked_encoding:
+        head["Content-Length"] = str(len(data))
+    started = time.monotonic()
+    try:
+        connection.request(method, path, body=pieces, headers=head, encode_chunked=chunked_encoding)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read()), time.monotonic() - started
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("chunked_encoding", [True, False], ids=["chunked", "length"])
+@pytest.mark.parametrize("refusal", ["dotdot", "absolute", "permission"])
+def test_an_upload_refused_at_its_first_entry_still_reads_its_body(boxd_factory, forty_mb,
+                                                                   refusal, chunked_encoding):
+    """The worker refuses the first entry of a 40 MB archive and boxd has its
+    answer at once; the client is still writing. boxd reads the rest of the
+    body and drops it, so the writer finishes and reads the 400 (it used to
+    be cut off after 16 MiB with a broken pipe)."""
+    boxd = boxd_factory(*(["--user", "nobody"] if refusal == "permission" else []))
+    if refusal == "permission":
+        os.makedirs(os.path.join(boxd.work_dir, "app"), mode=0o755)  # root's: nobody may not write
+    first = {"dotdot": "../evil", "absolute": "/tmp/evil", "permission": "first.txt"}[refusal]
+    data = archive_with(member(first, data=b"x"), forty_mb)
+    status, answer, took = write_then_read(boxd, "POST", "/v1/sync/upload?dest=app", data,
+                                           chunked_encoding)
+    assert status == 400 and answer["error"]["code"] == "bad_request", answer
+    assert "Permission denied" in answer["error"]["message"] if refusal == "permission" else \
+        first.lstrip("/").split("/")[0] in answer["error"]["message"], answer
+    assert took < 20, took
+    assert not os.path.exists(os.path.join(boxd.work_dir, "app", "big.bin"))
+    assert boxd.call("GET", "/v1/health")[0] == 200
+
+
+def test_a_resumable_piece_refused_from_its_head_still_reads_its_body(boxd, forty_mb):
+    """A wrong Upload-Offset or an unknown id is answered before a byte of
+    the piece is read; the 40 MB piece is read and dropped all the same."""
+    upload_id = boxd.call("POST", "/v1/uploads?dest=r")[1]["uploadId"]
+    status, answer, _ = write_then_read(boxd, "PUT", f"/v1/uploads/{upload_id}", forty_mb, True,
+                                        {"Upload-Offset": "7"})
+    assert status == 409 and "Upload-Offset: 0" in answer["error"]["message"], answer
+    status, answer, _ = write_then_read(boxd, "PUT", "/v1/uploads/" + "0" * 32, forty_mb, False,
+                                        {"Upload-Offset": "0"})
+    assert status == 404 and answer["error"]["code"] == "not_found", answer
+    response = boxd.request("HEAD", f"/v1/uploads/{upload_id}")
+    assert response.headers["upload-offset"] == "0"
 
 
 def put_piece(boxd, upload_id, offset, data):
