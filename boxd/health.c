@@ -509,11 +509,6 @@ void health_invalidate(void)
 		changed_while_probing = true;
 }
 
-const char *health_boot_id(void)
-{
-	return boot_id;
-}
-
 static void read_boot_id(void)
 {
 	FILE *file = fopen("/proc/sys/kernel/random/boot_id", "re");

@@ -44,6 +44,5 @@ void health_call_ended(void);
  * module learns the display or Docker changed). */
 void health_invalidate(void);
 
-const char *health_boot_id(void);
 
 #endif

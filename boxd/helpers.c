@@ -137,11 +137,3 @@ struct helper_exit_watch *helper_watch_exit(struct event_base *base, pid_t pid, 
 	return watch;
 }
 
-void helper_watch_cancel(struct helper_exit_watch *watch)
-{
-	if (!watch)
-		return;
-	if (watch->pid_fd >= 0)
-		close(watch->pid_fd);
-	watch_free(watch);
-}

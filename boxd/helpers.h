@@ -36,6 +36,5 @@ typedef void (*helper_exited_fn)(int status, void *arg);
 struct helper_exit_watch;
 struct helper_exit_watch *helper_watch_exit(struct event_base *base, pid_t pid, int timeout_ms,
 					    helper_exited_fn exited, void *arg);
-void helper_watch_cancel(struct helper_exit_watch *watch);
 
 #endif

@@ -20,11 +20,6 @@ static struct sockaddr_un notify_address;
 static socklen_t notify_length;
 static struct event *watchdog_timer;
 
-bool notify_enabled(void)
-{
-	return notify_fd >= 0;
-}
-
 void notify_send(const char *fmt, ...)
 {
 	if (notify_fd < 0)

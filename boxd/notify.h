@@ -12,7 +12,6 @@ struct event_base;
 
 /* Reads the environment and starts the watchdog timer when asked for. */
 void notify_init(struct event_base *base);
-bool notify_enabled(void);
 /* `tick` runs at every watchdog ping, before it (a check that must not wake
  * an idle boxd more often than the watchdog does already). */
 void notify_on_watchdog(void (*tick)(void));

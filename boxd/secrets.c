@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +50,7 @@ static struct {
 } listeners[MAX_LISTENERS];
 static int listener_count;
 
-static pthread_mutex_t set_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct mask_set *current_set;	/* guarded by set_lock */
-static uint64_t generation;		/* atomic */
+static struct mask_set *current_set;
 
 static struct locked locked_new(size_t size)
 {
@@ -145,37 +142,20 @@ static void rebuild_set(void)
 	bool masks = mask_set_form_count(set) > 0;
 	if (filter_installed && masks)
 		redact_set_filter(secrets_mask_text);
-	pthread_mutex_lock(&set_lock);
 	struct mask_set *old = current_set;
 	current_set = set;
-	pthread_mutex_unlock(&set_lock);
 	if (filter_installed && !masks)
 		redact_set_filter(NULL);
-	__atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 	mask_set_unref(old);
 	for (int i = 0; i < listener_count; i++)
 		listeners[i].fn(listeners[i].ctx);
 }
 
-struct mask_set *secrets_mask_set(void)
-{
-	pthread_mutex_lock(&set_lock);
-	struct mask_set *set = current_set ? mask_set_ref(current_set) : mask_set_new(NULL, NULL, 0);
-	pthread_mutex_unlock(&set_lock);
-	return set;
-}
-
-uint64_t secrets_generation(void)
-{
-	return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
-}
-
 char *secrets_mask_text(const char *text)
 {
-	struct mask_set *set = secrets_mask_set();
-	char *masked = mask_text(set, text);
-	mask_set_unref(set);
-	return masked;
+	if (!current_set)
+		return xstrdup(text);
+	return mask_text(current_set, text);
 }
 
 static bool valid_name(const char *name)
@@ -417,11 +397,8 @@ void secrets_shutdown(void)
 {
 	filter_installed = false;
 	redact_set_filter(NULL);
-	pthread_mutex_lock(&set_lock);
-	struct mask_set *set = current_set;
+	mask_set_unref(current_set);
 	current_set = NULL;
-	pthread_mutex_unlock(&set_lock);
-	mask_set_unref(set);
 	locked_free(&secret_pairs);
 	while (services) {
 		struct service_values *next = services->next;

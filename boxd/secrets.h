@@ -8,9 +8,7 @@
  * even a kill -9, the PUT set is also kept in the kernel keyring (a "user"
  * key in the user keyring, named after the run dir), never in a file.
  * Service settings are read again from their env files at start.
- *
- * Everything here runs on the event loop thread except secrets_mask_set(),
- * secrets_generation() and secrets_mask_text(), which any thread may call. */
+ * Everything here runs on the event loop thread (boxd has no other). */
 #ifndef BOXD_SECRETS_H
 #define BOXD_SECRETS_H
 
@@ -47,12 +45,6 @@ void secrets_set_service_values(const char *service, const char *const *values, 
 cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
 			 char *error, size_t error_size);
 
-/* The current masked set, with a reference for the caller (unref it). */
-struct mask_set *secrets_mask_set(void);
-/* Changes whenever the masked set does: a stream compares it before each
- * feed and calls mask_stream_set_values() with secrets_mask_set() when it
- * moved, so values added while a command runs are masked in its output. */
-uint64_t secrets_generation(void);
 /* `text` masked, as a new string (caller frees). */
 char *secrets_mask_text(const char *text);
 

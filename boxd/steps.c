@@ -73,11 +73,3 @@ cJSON *steps_to_json(void)
 	return root;
 }
 
-void steps_clear(void)
-{
-	for (unsigned i = 0; i < STEPS_KEPT; i++) {
-		free(ring[i].summary);
-		ring[i].summary = NULL;
-	}
-	next_slot = stored = 0;
-}

@@ -11,6 +11,5 @@
 void steps_add(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* {"steps":[{"at","kind","summary"}...]}, oldest first. */
 cJSON *steps_to_json(void);
-void steps_clear(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* archive-tgz.h (archive.c): tar.gz in and out, for the sandboxed boxd-archive
+/* archive-tgz.h: tar.gz in and out, for the sandboxed boxd-archive
  * worker only (named so as not to shadow libarchive's <archive.h>);
  * libarchive never runs inside boxd itself.
  *

@@ -391,16 +391,6 @@ void api_stream_end(struct api_request *req)
 
 /* ---- reading ---- */
 
-const char *api_method(struct api_request *req)
-{
-	return req->head.method;
-}
-
-const char *api_path(struct api_request *req)
-{
-	return req->path;
-}
-
 const char *api_param(struct api_request *req, int index)
 {
 	if (index < 0 || index >= ROUTE_MAX_PARAMS)
@@ -534,13 +524,6 @@ void api_body_to_fd(struct api_request *req, int fd,
 	}
 	req->body_done = done;
 	http_conn_body_to_fd(req->conn, fd, on_body_done, req);
-}
-
-void api_body_abandon(struct api_request *req)
-{
-	if (req->body_done && req->conn)
-		http_conn_body_abandon(req->conn);
-	req->body_done = NULL;
 }
 
 void api_set_data(struct api_request *req, void *data, void (*release)(void *data))

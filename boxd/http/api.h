@@ -55,8 +55,6 @@ struct api_route {
 };
 
 /* ---- reading the request ---- */
-const char *api_method(struct api_request *req);
-const char *api_path(struct api_request *req); /* decoded path, no query */
 /* The i-th {} segment of the pattern, percent-decoded (NULL past the last). */
 const char *api_param(struct api_request *req, int index);
 /* A query parameter, percent-decoded, or NULL when absent. */
@@ -77,8 +75,6 @@ const void *api_body(struct api_request *req, size_t *length);
  * closes. */
 void api_body_to_fd(struct api_request *req, int fd,
 		    void (*done)(struct api_request *req, bool complete, int error));
-/* Stops feeding the fd given above (closing it); done() does not run. */
-void api_body_abandon(struct api_request *req);
 /* The body parsed as a JSON object. On a malformed or non-object body it
  * replies 400 `bad_request` itself and returns NULL; the handler just returns.
  * An empty body gives an empty object. Owned by the request. */

@@ -120,16 +120,6 @@ static struct http_conn *connections;
 static size_t connection_count, connection_cap;
 static size_t connection_peak; /* since the heap was last handed back */
 
-size_t http_conn_count(void)
-{
-	return connection_count;
-}
-
-size_t http_conn_cap(void)
-{
-	return connection_cap;
-}
-
 /* The cap leaves fds for what boxd runs besides connections (commands'
  * pipes, workers, files): an eighth of the limit, at least 64. */
 static size_t cap_from_limit(void)
@@ -707,12 +697,6 @@ void http_conn_body_to_fd(struct http_conn *conn, int fd,
 	send_continue(conn);
 	/* On the connection's next turn: done() never runs inside this call. */
 	later_soon(conn);
-}
-
-void http_conn_body_abandon(struct http_conn *conn)
-{
-	sink_stop(conn);
-	conn->close_after = true;
 }
 
 /* READ_BODY: gathers the body, then runs the request. */

@@ -31,9 +31,6 @@ void http_conn_setup(struct event_base *base, int idle_timeout_sec);
 /* Serves an accepted, checked peer (fd non-blocking); past the connection
  * cap it answers 503 and closes the fd instead. */
 void http_conn_accept(int fd);
-/* Connections open now, and the cap (from RLIMIT_NOFILE). */
-size_t http_conn_count(void);
-size_t http_conn_cap(void);
 /* Closes every connection (boxd stops): requests in flight see their client gone. */
 void http_conn_close_all(void);
 /* The pid of the process that connected (SO_PEERCRED, as it was at its
@@ -64,8 +61,5 @@ size_t http_conn_pending(struct http_conn *conn);
  * is lost (the router hears that through api_request_lost). */
 void http_conn_body_to_fd(struct http_conn *conn, int fd,
 			  void (*done)(void *arg, bool complete, int error), void *arg);
-/* Stops feeding (and closes) an fd given above before the body ended:
- * done() does not run; the connection closes after the answer. */
-void http_conn_body_abandon(struct http_conn *conn);
 
 #endif

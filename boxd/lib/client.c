@@ -301,37 +301,6 @@ bool client_request_stream(struct client *client, const char *method, const char
 			&sink, response, error, error_size);
 }
 
-bool client_request_from_fd(struct client *client, const char *method, const char *path,
-			    const char *content_type, int body_fd, const char *extra_headers,
-			    struct client_response *response, char *error, size_t error_size)
-{
-	if (!send_head(client, method, path, content_type, -1, extra_headers))
-		return text_fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
-	char *chunk = xmalloc(READ_BUFFER + 32);
-	for (;;) {
-		ssize_t n = read(body_fd, chunk + 16, READ_BUFFER);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			free(chunk);
-			return text_fail(error, error_size, "cannot read the body to send: %s", strerror(errno));
-		}
-		char size_line[16];
-		int prefix = snprintf(size_line, sizeof size_line, "%zx\r\n", (size_t)n);
-		memcpy(chunk + 16 - prefix, size_line, (size_t)prefix);
-		memcpy(chunk + 16 + n, "\r\n", 2);
-		if (!write_all(client->fd, chunk + 16 - prefix, (size_t)prefix + (size_t)n + 2)) {
-			free(chunk);
-			return text_fail(error, error_size, "boxd stopped taking the body: %s", strerror(errno));
-		}
-		if (n == 0)
-			break;
-	}
-	free(chunk);
-	struct body_sink sink = {0};
-	return read_response(client, method, response, &sink, error, error_size);
-}
-
 const char *client_response_header(const struct client_response *response, const char *name)
 {
 	for (size_t i = 0; i < response->header_count; i++) {

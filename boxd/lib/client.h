@@ -43,11 +43,6 @@ bool client_request_stream(struct client *client, const char *method, const char
 			   bool (*on_data)(void *arg, const char *data, size_t length), void *arg,
 			   struct client_response *response, char *error, size_t error_size);
 
-/* As client_request, but the body is read from `body_fd` (to its end) and
- * sent chunked, so a body of any size costs no memory. */
-bool client_request_from_fd(struct client *client, const char *method, const char *path,
-			    const char *content_type, int body_fd, const char *extra_headers,
-			    struct client_response *response, char *error, size_t error_size);
 
 /* Case-insensitive header lookup; NULL when absent. */
 const char *client_response_header(const struct client_response *response, const char *name);

@@ -522,11 +522,6 @@ int live_id(const struct live *live)
 	return live->id;
 }
 
-bool live_matches(const struct live *live, int fps, double scale)
-{
-	return live->fps == fps && live->scale == scale;
-}
-
 void live_want_keyframe(struct live *live)
 {
 	atomic_store(&live->want_key, true);
@@ -545,11 +540,6 @@ void live_main_busy(struct live *live, bool busy)
 void live_poke(struct live *live)
 {
 	live_wake(live);
-}
-
-bool live_ended(struct live *live)
-{
-	return atomic_load(&live->ended);
 }
 
 void live_stop(struct live *live)

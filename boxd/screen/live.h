@@ -48,7 +48,6 @@ typedef void (*live_emit_fn)(void *arg, cJSON *event, const void *payload, size_
 struct live *live_start(struct screen *screen, int id, int fps, double scale, live_emit_fn emit,
 			void *arg, cJSON *figures, char *error, size_t error_size);
 int live_id(const struct live *live);
-bool live_matches(const struct live *live, int fps, double scale);
 /* Codes a keyframe soon (a new viewer, or one that skipped): at once, or
  * LIVE_KEY_MIN_GAP_MS after the last keyframe, whichever is later. */
 void live_want_keyframe(struct live *live);
@@ -59,8 +58,6 @@ void live_want_keyframe(struct live *live);
 void live_main_busy(struct live *live, bool busy);
 /* Another thread handled damage: look at the generation now. */
 void live_poke(struct live *live);
-/* True once the thread ended by itself (an error): live_stop collects it. */
-bool live_ended(struct live *live);
 /* Stops the thread and frees everything. */
 void live_stop(struct live *live);
 
