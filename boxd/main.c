@@ -25,8 +25,9 @@
 #include "screen-client.h"
 #include "secrets.h"
 #include "upload.h"
-#include "http/api.h"
-#include "http/server.h"
+#include "api.h"
+#include "router.h"
+#include "server.h"
 
 static struct event_base *base;
 static struct boxd_config config;
@@ -113,6 +114,14 @@ static bool start_services(void)
 	upload_init(&config);
 	init_start(config.run_dir, config.hosts_file);
 	lock_init(config.run_dir);
+	api_init(&config);
+	static const struct router_hooks hooks = {
+		.call_started = health_call_started,
+		.call_ended = health_call_ended,
+		.locked = lock_is_locked,
+		.is_command = callers_is_command,
+	};
+	router_setup(api_route_tables, &hooks);
 	if (!server_start(base, &config, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
@@ -122,7 +131,6 @@ static bool start_services(void)
 	/* Once the commands' cgroup is known: the routes that act for the
 	 * control plane refuse commands from the first request on. */
 	callers_init(protect_dir(), exec_commands_cgroup());
-	api_set_command_check(callers_is_command);
 	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;

@@ -5,7 +5,7 @@
  * glibc's start (which asks the CPU for its features and caches with CPUID:
  * on a VM each is an exit to the hypervisor, 0.4 ms of CPU per start on the
  * machine of docs/performance.md), then a fork to leave boxd. boxd starts
- * the maker once (boxd/exec-spawn.c) and sends it one message per spare, the
+ * the maker once (boxd/exec/exec-spawn.c) and sends it one message per spare, the
  * spare's channel (SCM_RIGHTS); the maker forks, and the child goes on in
  * main() as `boxd-shim --spare` would after its detaching fork: the same
  * process state (the maker does nothing else), not boxd's child, in a

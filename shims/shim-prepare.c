@@ -1,6 +1,6 @@
 /* shim-prepare.c: a command's start, made before the command is known.
  *
- * boxd keeps spare shims waiting (boxd/exec-spawn.c), each told at its start
+ * boxd keeps spare shims waiting (boxd/exec/exec-spawn.c), each told at its start
  * which id it will serve: the foreground id "c_HEX" boxd reserved for it.
  * While it waits, a spare makes everything a start needs that does not
  * depend on the command: its entry among the protected processes, the state

@@ -7,7 +7,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "upload.h"
 #include "work-path.h"
 #include "xalloc.h"
@@ -89,7 +90,7 @@ char *api_upload_dest(struct api_request *req)
 		return NULL;
 	}
 	const char *why = NULL;
-	char *relative = work_path_relative(api_config(req)->work_dir, dest, &why);
+	char *relative = work_path_relative(api_config()->work_dir, dest, &why);
 	if (!relative)
 		api_reply_bad_request(req, "dest %s", why);
 	return relative;

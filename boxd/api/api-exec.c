@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "config.h"
 #include "clock.h"
 #include "exec.h"
@@ -72,7 +73,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 	char given[64];
 	if (!user)
 		snprintf(given, sizeof given, "%s", init_user() ? init_user()
-						  : api_config(req)->user ? api_config(req)->user : "root");
+						  : api_config()->user ? api_config()->user : "root");
 	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
 		snprintf(given, sizeof given, "%s", user->valuestring);
 	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
@@ -100,7 +101,7 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
 	/* The init's working dir, when the control plane set one. */
-	const char *work = init_work_dir() ? init_work_dir() : api_config(req)->work_dir;
+	const char *work = init_work_dir() ? init_work_dir() : api_config()->work_dir;
 	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;

@@ -20,7 +20,8 @@
 
 #include <event2/event.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "archive-client.h"
 #include "config.h"
 #include "steps.h"
@@ -239,7 +240,7 @@ static void on_download_gone(struct api_request *req)
 static void send_directory(struct api_request *req, struct download *download,
 			   const char *relative)
 {
-	const char *args[] = {"create", api_config(req)->work_dir, relative[0] ? relative : ".", NULL};
+	const char *args[] = {"create", api_config()->work_dir, relative[0] ? relative : ".", NULL};
 	char why[256];
 	if (!archive_run_start(args, -1, &download->process, why, sizeof why)) {
 		api_reply_error(req, 500, "internal", "%s", why);
@@ -277,16 +278,16 @@ static void handle_files(struct api_request *req)
 	const char *path = api_query(req, "path");
 	if (!path || !*path) {
 		api_reply_bad_request(req, "the path query parameter is missing (a file or folder under %s)",
-				      api_config(req)->work_dir);
+				      api_config()->work_dir);
 		return;
 	}
 	const char *why = NULL;
-	char *relative = work_path_relative(api_config(req)->work_dir, path, &why);
+	char *relative = work_path_relative(api_config()->work_dir, path, &why);
 	if (!relative) {
 		api_reply_bad_request(req, "the path %s %s", path, why);
 		return;
 	}
-	int fd = open_in_work(api_config(req)->work_dir, relative);
+	int fd = open_in_work(api_config()->work_dir, relative);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		if (errno == EXDEV || errno == ELOOP)

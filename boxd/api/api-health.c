@@ -1,5 +1,5 @@
 /* api-health.c: GET /v1/health. */
-#include "http/api.h"
+#include "router.h"
 #include "health.h"
 
 static void on_health(cJSON *health, void *arg)

@@ -1,6 +1,6 @@
 /* api-init.c: POST /v1/init, from the control plane at claim and after
  * every thaw or restore (init.h). */
-#include "http/api.h"
+#include "router.h"
 #include "init.h"
 
 static void handle_init(struct api_request *req)

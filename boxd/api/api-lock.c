@@ -1,7 +1,7 @@
 /* api-lock.c: PUT /v1/lock, GET /v1/lock (a person has the screen). */
 #include <string.h>
 
-#include "http/api.h"
+#include "router.h"
 #include "lock.h"
 #include "log.h"
 #include "steps.h"

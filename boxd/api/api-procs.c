@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/api.h"
+#include "router.h"
 #include "config.h"
 #include "exec.h"
 #include "redact.h"

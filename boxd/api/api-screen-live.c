@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/api.h"
+#include "router.h"
 #include "clock.h"
 #include "log.h"
 #include "screen-client.h"

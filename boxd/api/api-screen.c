@@ -11,7 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "api-screen-live.h"
 #include "config.h"
 #include "clock.h"
@@ -300,7 +301,7 @@ static void handle_record_start(struct api_request *req)
 	}
 	screen_api_prepare();
 	char error[300];
-	if (!screen_new_recording(api_config(req)->work_dir, &recording.id, &recording.path, error, sizeof error)) {
+	if (!screen_new_recording(api_config()->work_dir, &recording.id, &recording.path, error, sizeof error)) {
 		screen_recording_clear();
 		api_reply_error(req, 500, "internal", "%s", error);
 		return;

@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "config.h"
 #include "dotenv.h"
 #include "io.h"
@@ -167,7 +168,7 @@ static void handle_put_env(struct api_request *req)
 	}
 	dotenv_free(&env);
 
-	const char *work = api_config(req)->work_dir;
+	const char *work = api_config()->work_dir;
 	char *sbx = xasprintf("%s/.sbx", work);
 	char *dir = xasprintf("%s/.sbx/env", work);
 	char *path = xasprintf("%s/%s.env", dir, service);

@@ -1,5 +1,5 @@
 /* api-steps.c: GET /v1/steps. */
-#include "http/api.h"
+#include "router.h"
 #include "steps.h"
 
 static void handle_steps(struct api_request *req)

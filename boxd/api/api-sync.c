@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "api-archive.h"
 #include "config.h"
 #include "log.h"
@@ -74,9 +75,9 @@ static void handle_diff(struct api_request *req)
 		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
 		return;
 	}
-	char *cache = xasprintf("%s/hash-cache", api_config(req)->run_dir);
-	const char *args[] = {"diff", api_config(req)->work_dir, relative[0] ? relative : ".", limit,
-			      cache, "--user", api_config(req)->user ? api_config(req)->user : "root",
+	char *cache = xasprintf("%s/hash-cache", api_config()->run_dir);
+	const char *args[] = {"diff", api_config()->work_dir, relative[0] ? relative : ".", limit,
+			      cache, "--user", api_config()->user ? api_config()->user : "root",
 			      NULL};
 	api_archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
 	free(cache);

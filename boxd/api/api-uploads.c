@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/api.h"
+#include "api.h"
+#include "router.h"
 #include "api-archive.h"
 #include "config.h"
 #include "random-id.h"
@@ -70,7 +71,7 @@ static const char *upload_id(struct api_request *req)
 	bool valid = id && strlen(id) == ID_LENGTH;
 	for (int i = 0; valid && i < ID_LENGTH; i++)
 		valid = (id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f');
-	char *part = valid ? spool_file(api_config(req)->work_dir, id, "part") : NULL;
+	char *part = valid ? spool_file(api_config()->work_dir, id, "part") : NULL;
 	bool exists = part && access(part, F_OK) == 0;
 	free(part);
 	if (!exists) {
@@ -119,7 +120,7 @@ static void handle_create(struct api_request *req)
 	char *dest = api_upload_dest(req);
 	if (!dest)
 		return;
-	const char *work = api_config(req)->work_dir;
+	const char *work = api_config()->work_dir;
 	if (!prepare_spool(work)) {
 		api_reply_write_failed(req, errno, "cannot make %s/.sbx/uploads", work);
 		free(dest);
@@ -203,7 +204,7 @@ static void handle_put(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy with another piece; retry when it is done", id);
 		return;
 	}
-	char *part_path = spool_file(api_config(req)->work_dir, id, "part");
+	char *part_path = spool_file(api_config()->work_dir, id, "part");
 	int fd = open(part_path, O_WRONLY | O_APPEND | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
@@ -238,7 +239,7 @@ static void handle_head(struct api_request *req)
 	const char *id = upload_id(req);
 	if (!id)
 		return;
-	char *part_path = spool_file(api_config(req)->work_dir, id, "part");
+	char *part_path = spool_file(api_config()->work_dir, id, "part");
 	struct stat st;
 	int status = stat(part_path, &st);
 	free(part_path);
@@ -287,7 +288,7 @@ static void handle_finish(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when its piece is stored", id);
 		return;
 	}
-	const char *work = api_config(req)->work_dir;
+	const char *work = api_config()->work_dir;
 	char *dest_path = spool_file(work, id, "dest"), *part_path = spool_file(work, id, "part");
 	char dest[4096] = "";
 	FILE *file = fopen(dest_path, "re");
@@ -308,7 +309,7 @@ static void handle_finish(struct api_request *req)
 		return;
 	}
 	struct finishing *finishing = xcalloc(1, sizeof *finishing);
-	finishing->work_dir = api_config(req)->work_dir;
+	finishing->work_dir = api_config()->work_dir;
 	strcpy(finishing->id, id);
 	api_upload_extract(req, dest, fd, finish_done, finishing);
 }
@@ -322,7 +323,7 @@ static void handle_delete(struct api_request *req)
 		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when it is done", id);
 		return;
 	}
-	remove_upload(api_config(req)->work_dir, id);
+	remove_upload(api_config()->work_dir, id);
 	busy_release(id);
 	cJSON *answer = cJSON_CreateObject();
 	cJSON_AddBoolToObject(answer, "ok", true);

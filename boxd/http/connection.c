@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api-internal.h"
-#include "api.h"
+#include "router-internal.h"
+#include "router.h"
 #include "clock.h"
 #include "http-errors.h"
 #include "http-parser.h"

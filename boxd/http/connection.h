@@ -1,7 +1,7 @@
 /* connection.h: one HTTP/1.1 connection, on a libevent bufferevent.
  *
  * A connection reads one request at a time: its head (at most 64 KiB, whole
- * within a deadline), then its body, and hands it to the router (api.c);
+ * within a deadline), then its body, and hands it to the router (router.c);
  * pipelined requests wait in the socket's input until the answer before
  * them is out, so answers go in order. Between requests it waits at most
  * --idle-timeout. Errors of its own (malformed 400, head too large 431, head

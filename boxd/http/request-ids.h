@@ -10,7 +10,7 @@
  * never dropped. Stored answers are bounded in bytes as well (the run dir is
  * RAM in a box): past the bound the oldest answers' bodies go, and a repeat
  * of such an id is told to fetch the result by the resource it names. The
- * router (http/api.c) is the only user. */
+ * router (http/router.c) is the only user. */
 #ifndef BOXD_REQUEST_IDS_H
 #define BOXD_REQUEST_IDS_H
 

@@ -4,33 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One line per area; each table ends with an all-zero entry. */
-extern const struct api_route api_health_routes[];
-extern const struct api_route api_steps_routes[];
-extern const struct api_route api_lock_routes[];
-extern const struct api_route api_exec_routes[];
-extern const struct api_route api_procs_routes[];
-extern const struct api_route api_screen_routes[];
-extern const struct api_route api_secrets_routes[];
-extern const struct api_route api_sync_routes[];
-extern const struct api_route api_uploads_routes[];
-extern const struct api_route api_files_routes[];
-extern const struct api_route api_init_routes[];
+static const struct api_route *const *route_tables;
 
-static const struct api_route *const route_tables[] = {
-	api_health_routes,
-	api_steps_routes,
-	api_lock_routes,
-	api_exec_routes,
-	api_procs_routes,
-	api_screen_routes,
-	api_secrets_routes,
-	api_sync_routes,
-	api_uploads_routes,
-	api_files_routes,
-	api_init_routes,
-	NULL,
-};
+void routes_set(const struct api_route *const *tables)
+{
+	route_tables = tables;
+}
 
 static void note_allowed(char *allowed, size_t size, const char *method)
 {
@@ -46,7 +25,7 @@ const struct api_route *routes_find(const char *method, const char *path,
 {
 	*path_known = false;
 	allowed[0] = '\0';
-	for (const struct api_route *const *table = route_tables; *table; table++) {
+	for (const struct api_route *const *table = route_tables; table && *table; table++) {
 		for (const struct api_route *route = *table; route->pattern; route++) {
 			if (!route_match(route->pattern, path, params))
 				continue;

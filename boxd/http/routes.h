@@ -1,13 +1,15 @@
-/* routes.h: the table of every route boxd serves. Each area's file exports
- * its own `api_<area>_routes[]`; routes.c lists those tables once. */
+/* routes.h: finding the route of a request among the tables given to the
+ * router (router_setup; boxd's are listed in api/api.c). */
 #ifndef BOXD_ROUTES_H
 #define BOXD_ROUTES_H
 
 #include <stdbool.h>
 
-#include "api.h"
+#include "router.h"
 #include "route-match.h"
 
+/* The tables to search from now on (kept, not copied). */
+void routes_set(const struct api_route *const *tables);
 /* Finds the route for `method` and raw `path`, filling `params`. When the
  * path matches but the method does not, returns NULL with *path_known set
  * and the allowed methods written to `allowed` ("GET, POST"). */

@@ -11,7 +11,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "api-internal.h"
+#include "router-internal.h"
 #include "clock.h"
 #include "connection.h"
 #include "listeners.h"
@@ -220,7 +220,7 @@ bool server_start(struct event_base *base, const struct boxd_config *config, cha
 	request_ids_open(store, clock_monotonic_ms());
 	free(store);
 	loop = base;
-	api_setup(base, config);
+	router_serve(base);
 	/* A client that connects and says nothing, or stops between requests,
 	 * is dropped after --idle-timeout; a head must come whole within
 	 * HTTP_HEAD_TIMEOUT_SEC (connection.c). */

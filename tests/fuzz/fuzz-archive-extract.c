@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "archive/archive-tgz.h"
+#include "archive-tgz.h"
 
 #define DECOY "/tmp/boxd-fuzz-decoy"
 

@@ -8,8 +8,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "screen/input-keys.h"
-#include "screen/input.h"
+#include "input-keys.h"
+#include "input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-"""Spare shims (boxd/exec-spawn.c, shims/shim-prepare.c): boxd keeps shims
+"""Spare shims (boxd/exec/exec-spawn.c, shims/shim-prepare.c): boxd keeps shims
 started ahead, each with the state dir, log and cgroups of the id reserved
 for it made already. A command takes one, never shared; one killed, or whose
 cgroup is removed, changes nothing for the commands; they leave nothing

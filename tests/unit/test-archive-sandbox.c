@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "archive/archive-sandbox.h"
+#include "archive-sandbox.h"
 #include "check.h"
 
 enum action { ALLOWED_WORK, EXEC, SOCKET, FORK };

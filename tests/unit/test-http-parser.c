@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "http/http-parser.h"
+#include "http-parser.h"
 
 static int status_of(const char *head)
 {

@@ -4,7 +4,7 @@
 
 #include <X11/keysym.h>
 
-#include "screen/input-keys.h"
+#include "input-keys.h"
 
 #include "check.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "http/listeners.h"
+#include "listeners.h"
 
 static int connect_to(const char *path)
 {

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "http/request-ids.h"
+#include "request-ids.h"
 
 /* The store: what one boxd kept, the next finds (request_ids_clear stands
  * for the crash: memory gone, files kept). */

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "http/route-match.h"
+#include "route-match.h"
 
 static void free_all(char *params[ROUTE_MAX_PARAMS])
 {

@@ -9,7 +9,7 @@
 
 #include <X11/Xlib.h>
 
-#include "screen/screen.h"
+#include "screen.h"
 
 #include "check.h"
 

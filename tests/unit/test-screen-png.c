@@ -11,7 +11,7 @@
 
 #include <zlib.h>
 
-#include "screen/screen-png.h"
+#include "screen-png.h"
 
 #include "check.h"
 

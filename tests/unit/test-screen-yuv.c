@@ -10,7 +10,7 @@
 
 #include <libswscale/swscale.h>
 
-#include "screen/screen-yuv.h"
+#include "screen-yuv.h"
 
 #include "check.h"
 

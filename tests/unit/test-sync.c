@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "entry-hash.h"
-#include "archive/hash-cache.h"
+#include "hash-cache.h"
 #include "manifest.h"
-#include "archive/sync.h"
+#include "sync.h"
 #include "work-path.h"
 
 #include "check.h"

@@ -60,7 +60,7 @@ def while_full(bg, before):
     os.unlink(FILL)
     r = run("echo after-freeing", timeout=30)
     assert r["exitCode"] == 0 and r["stdout"] == "after-freeing\n", r
-    # health samples the disk at most once a second (boxd/health.c).
+    # health samples the disk at most once a second (boxd/services/health.c).
     wait_until("health sees the freed space", lambda: health()["disk"]["freeBytes"] > 100 << 20, 5, 0.3)
     after = unit("boxd.service", "MainPID", "NRestarts")
     assert after == before, f"boxd restarted: {before} -> {after}"

@@ -124,7 +124,7 @@ def check_run_full_then_freed():
     bg = api("POST", "/v1/exec", {"cmd": "sleep 600", "background": True})
     fill_run()
     try:
-        # health samples the disks at most once a second (boxd/health.c).
+        # health samples the disks at most once a second (boxd/services/health.c).
         wait_until("health says /run is full",
                    lambda: any(d["full"] for d in health()["disks"] if d["path"].startswith("/run")),
                    5, 0.3)

@@ -1,4 +1,4 @@
-/* api.h: what a route module sees of an HTTP request.
+/* router.h: what a route module sees of an HTTP request.
  *
  * Each area of the API is one file (api-health.c, api-exec.c, ...) exporting a
  * table of `struct api_route`, registered once in routes.c. The router matches
@@ -11,8 +11,8 @@
  * another event callback: the request stays valid until it is answered, even
  * if the client has gone (api_client_gone() tells; answering it then only
  * frees it). All functions here run on the event loop thread only. */
-#ifndef BOXD_API_H
-#define BOXD_API_H
+#ifndef BOXD_ROUTER_H
+#define BOXD_ROUTER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,7 +22,6 @@
 #include <cjson/cJSON.h>
 
 struct api_request;
-struct boxd_config;
 struct event_base;
 
 enum api_route_flags {
@@ -99,13 +98,25 @@ bool api_client_gone(struct api_request *req);
 /* Called once if the client disconnects before the answer is complete. */
 void api_on_client_gone(struct api_request *req, void (*gone)(struct api_request *req));
 
-/* How the router tells boxd's own commands from other local callers, for
- * API_FOR_CONTROL routes (set once at start; without it nobody is one). */
-void api_set_command_check(bool (*is_command)(pid_t pid));
-
-/* boxd's settings and its event loop, as given to the server at start. */
-const struct boxd_config *api_config(struct api_request *req);
+/* The loop the server runs on, for handlers that answer later. */
 struct event_base *api_base(struct api_request *req);
+
+/* What the router asks of the rest of boxd (main.c wires it; each may be
+ * NULL): nothing here knows a service. */
+struct router_hooks {
+	/* Every call but API_NOT_ACTIVITY routes' starts and ends (activity). */
+	void (*call_started)(void);
+	void (*call_ended)(void);
+	/* True while a person has the screen (API_REFUSED_WHILE_LOCKED). */
+	bool (*locked)(void);
+	/* True when the local process `pid` is one of boxd's commands
+	 * (API_FOR_CONTROL routes refuse it). */
+	bool (*is_command)(pid_t pid);
+};
+
+/* The routes served: tables of `struct api_route`, each ending with an
+ * all-zero entry, the list with NULL (kept, not copied); and the hooks. */
+void router_setup(const struct api_route *const *tables, const struct router_hooks *hooks);
 
 /* ---- answering ---- */
 /* Takes ownership of `body`. */

@@ -1,7 +1,7 @@
-/* api.c: the router. Turns a request head from a connection (connection.c)
+/* router.c: the router. Turns a request head from a connection (connection.c)
  * into a `struct api_request`, applies the rules every route shares (lock,
  * X-Request-Id), calls the handler and carries its answer back. */
-#include "api.h"
+#include "router.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -11,13 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api-internal.h"
+#include "router-internal.h"
 #include "clock.h"
 #include "connection.h"
-#include "health.h"
 #include "http-errors.h"
 #include "http-parser.h"
-#include "lock.h"
 #include "log.h"
 #include "redact-json.h"
 #include "redact.h"
@@ -58,31 +56,24 @@ struct api_request {
 	size_t kept_length;
 };
 
-/* What the server was started with (api_setup). */
+/* What the server was started with (router_setup, router_serve). */
 static struct event_base *attached_base;
-static const struct boxd_config *attached_config;
-
-const struct boxd_config *api_config(struct api_request *req)
-{
-	return attached_config;
-}
+static struct router_hooks hooks;
 
 struct event_base *api_base(struct api_request *req)
 {
 	return attached_base;
 }
 
-void api_setup(struct event_base *base, const struct boxd_config *config)
+void router_setup(const struct api_route *const *tables, const struct router_hooks *given)
 {
-	attached_base = base;
-	attached_config = config;
+	routes_set(tables);
+	hooks = *given;
 }
 
-static bool (*command_check)(pid_t pid);
-
-void api_set_command_check(bool (*is_command)(pid_t pid))
+void router_serve(struct event_base *base)
 {
-	command_check = is_command;
+	attached_base = base;
 }
 
 /* Requests that repeated a running X-Request-Id, waiting for its answer. */
@@ -95,8 +86,8 @@ struct waiter_list {
 
 static void request_free(struct api_request *req)
 {
-	if (req->activity)
-		health_call_ended();
+	if (req->activity && hooks.call_ended)
+		hooks.call_ended();
 	if (req->release)
 		req->release(req->data);
 	for (int i = 0; i < ROUTE_MAX_PARAMS; i++)
@@ -629,10 +620,10 @@ static bool apply_request_id(struct api_request *req, const char *method)
  * replayed its answer either). True when the request was answered. */
 static bool refuse_command(struct api_request *req, const char *method)
 {
-	if (!(req->route->flags & API_FOR_CONTROL) || !command_check || !req->conn)
+	if (!(req->route->flags & API_FOR_CONTROL) || !hooks.is_command || !req->conn)
 		return false;
 	pid_t pid = http_conn_peer_pid(req->conn);
-	if (pid == 0 || (pid > 0 && !command_check(pid)))
+	if (pid == 0 || (pid > 0 && !hooks.is_command(pid)))
 		return false;
 	api_reply_error(req, 403, "forbidden",
 			"%s %s acts for the control plane or the person at the screen: boxd's own "
@@ -647,7 +638,7 @@ static bool apply_rules(struct api_request *req, const char *method)
 		return true;
 	if (apply_request_id(req, method))
 		return true;
-	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && lock_is_locked()) {
+	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && hooks.locked && hooks.locked()) {
 		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
 		return true;
 	}
@@ -722,7 +713,8 @@ void api_request_run(struct api_request *req, struct evbuffer *body)
 		return;
 	}
 	if (!(req->route->flags & API_NOT_ACTIVITY)) {
-		health_call_started();
+		if (hooks.call_started)
+			hooks.call_started();
 		req->activity = true;
 	}
 	if (apply_rules(req, method))

@@ -1,21 +1,19 @@
-/* api-internal.h: the router's face towards the connections (connection.c)
+/* router-internal.h: the router's face towards the connections (connection.c)
  * and the server (server.c). */
-#ifndef BOXD_API_INTERNAL_H
-#define BOXD_API_INTERNAL_H
+#ifndef BOXD_ROUTER_INTERNAL_H
+#define BOXD_ROUTER_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 struct api_request;
-struct boxd_config;
 struct event_base;
 struct evbuffer;
 struct http_conn;
 struct http_head;
 
-/* Handlers find `base` and `config` (kept, not copied) through api_base()
- * and api_config(). */
-void api_setup(struct event_base *base, const struct boxd_config *config);
+/* The loop handlers find through api_base(). */
+void router_serve(struct event_base *base);
 
 /* A request's head arrived on `conn` (the head is taken over): its route is
  * looked up. The request then runs (api_request_run), is answered by the
