@@ -44,7 +44,7 @@ static int body_pipe(struct api_request *req)
 {
 	int pair[2];
 	if (pipe2(pair, O_CLOEXEC) < 0) {
-		api_reply_error(req, 500, "internal", "cannot make a pipe for the body: %s", strerror(errno));
+		api_reply_failure(req, FAILURE_INTERNAL, "cannot make a pipe for the body: %s", strerror(errno));
 		return -1;
 	}
 	fcntl(pair[1], F_SETFL, O_NONBLOCK);
@@ -106,11 +106,11 @@ static void upload_done(struct upload_result *result, void *arg)
 	if (ok)
 		api_reply_json(req, 200, result->summary);
 	else if (result->outcome == UPLOAD_REFUSED)
-		api_reply_error(req, 400, "bad_request", "%s", result->message);
+		api_reply_failure(req, FAILURE_BAD_REQUEST, "%s", result->message);
 	else if (result->outcome == UPLOAD_DISK_FULL)
-		api_reply_error(req, 507, "disk_full", "%s", result->message);
+		api_reply_failure(req, FAILURE_DISK_FULL, "%s", result->message);
 	else
-		api_reply_error(req, 500, "internal", "%s", result->message);
+		api_reply_failure(req, FAILURE_INTERNAL, "%s", result->message);
 	if (pending->after)
 		pending->after(pending->arg, ok);
 	free(pending);

@@ -111,7 +111,7 @@ static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_req
 							  : xasprintf("%s/%s", work, given);
 	struct stat info;
 	if (stat(r->cwd, &info) != 0) {
-		api_reply_error(req, 400, "cwd_not_found", "cwd %s does not exist: create it first or "
+		api_reply_failure(req, FAILURE_CWD_NOT_FOUND, "cwd %s does not exist: create it first or "
 				"pick another directory", r->cwd);
 		return false;
 	}
@@ -381,8 +381,7 @@ static void on_started(void *arg, struct exec_job *job, const char *code, const 
 {
 	struct exec_call *call = arg;
 	if (!job) {
-		int status = !strcmp(code, "internal") ? 500 : !strcmp(code, "disk_full") ? 507 : 400;
-		api_reply_error(call->req, status, code, "%s", error);
+		api_reply_failure(call->req, failure_from_code(code), "%s", error);
 		return;
 	}
 	call->job = job;

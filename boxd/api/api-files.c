@@ -127,7 +127,7 @@ static void send_file(struct api_request *req, struct download *download, const 
 	if (range == -1) {
 		snprintf(header, sizeof header, "bytes */%lld", (long long)st->st_size);
 		api_add_header(req, "Content-Range", header);
-		api_reply_error(req, 416, "range_not_satisfiable",
+		api_reply_failure(req, FAILURE_RANGE_NOT_SATISFIABLE,
 				"the file has %lld bytes; ask for a range inside them", (long long)st->st_size);
 		download_free(download);
 		return;
@@ -168,7 +168,7 @@ static void archive_finish_if_done(struct download *download)
 			  download->exit_status == 0 ? "" : ", cut short");
 		api_stream_end(req); /* a failure midway shows as a truncated gzip */
 	} else {
-		api_reply_error(req, 500, "internal", "the folder could not be archived: %s",
+		api_reply_failure(req, FAILURE_INTERNAL, "the folder could not be archived: %s",
 				download->errors[0] ? download->errors : "the archive worker failed");
 	}
 	download_free(download);
@@ -243,7 +243,7 @@ static void send_directory(struct api_request *req, struct download *download,
 	const char *args[] = {"create", api_config()->work_dir, relative[0] ? relative : ".", NULL};
 	char why[256];
 	if (!archive_run_start(args, -1, &download->process, why, sizeof why)) {
-		api_reply_error(req, 500, "internal", "%s", why);
+		api_reply_failure(req, FAILURE_INTERNAL, "%s", why);
 		download_free(download);
 		return;
 	}
@@ -295,7 +295,7 @@ static void handle_files(struct api_request *req)
 		else if (errno == ENOENT || errno == ENOTDIR)
 			api_reply_not_found(req, "nothing at %s", path);
 		else
-			api_reply_error(req, 500, "internal", "cannot open %s: %s", path, strerror(errno));
+			api_reply_failure(req, FAILURE_INTERNAL, "cannot open %s: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		free(relative);

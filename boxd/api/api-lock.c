@@ -32,7 +32,7 @@ static void handle_put_lock(struct api_request *req)
 	if (now_locked && lock_is_locked()) {
 		/* One takeover at a time, and its token goes to the call that
 		 * locked, once: a second caller must not think it has the screen. */
-		api_reply_error(req, 409, "conflict", "the screen is already locked (since %lld ms after "
+		api_reply_failure(req, FAILURE_CONFLICT, "the screen is already locked (since %lld ms after "
 				"the epoch); hand it back with {\"locked\": false} before taking it again",
 				(long long)lock_since());
 		return;

@@ -170,11 +170,11 @@ static void handle_delete(struct api_request *req)
 	if (!job)
 		return;
 	if (job->state == EXEC_RUNNING) {
-		api_reply_error(req, 409, "conflict", "%s is still running: stop it first", job->id);
+		api_reply_failure(req, FAILURE_CONFLICT, "%s is still running: stop it first", job->id);
 		return;
 	}
 	if (exec_held(job)) {
-		api_reply_error(req, 409, "conflict", "%s is being read by another call; try again",
+		api_reply_failure(req, FAILURE_CONFLICT, "%s is being read by another call; try again",
 				job->id);
 		return;
 	}
@@ -300,7 +300,7 @@ static void handle_log(struct api_request *req)
 	if (!view_open(&view, job->meta.log_path)) {
 		int error = errno;
 		view_close(&view);
-		api_reply_error(req, 404, "not_found", "the log %s cannot be read: %s",
+		api_reply_failure(req, FAILURE_NOT_FOUND, "the log %s cannot be read: %s",
 				job->meta.log_path, strerror(error));
 		return;
 	}

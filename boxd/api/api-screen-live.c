@@ -133,7 +133,7 @@ static void live_viewer_gone(struct api_request *req)
 	if (viewer->streaming)
 		api_stream_end(req);
 	else
-		api_reply_error(req, 503, "unavailable", "the viewer left");
+		api_reply_failure(req, FAILURE_UNAVAILABLE, "the viewer left");
 	live_pipe_check_empty(pipe);
 }
 
@@ -211,7 +211,7 @@ static void live_pipe_end(struct live_pipe *pipe, const char *why)
 		if (viewer->streaming)
 			api_stream_end(viewer->req);
 		else
-			api_reply_error(viewer->req, 503, "display_unavailable", "%s", why);
+			api_reply_failure(viewer->req, FAILURE_DISPLAY_UNAVAILABLE, "%s", why);
 	}
 	live_pipe_free(pipe);
 }

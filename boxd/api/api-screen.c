@@ -40,13 +40,9 @@ void api_screen_reply_worker_error(struct api_request *req, const cJSON *answer,
 				   const char *fallback)
 {
 	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
-	double status = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(error, "status"));
 	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "code"));
 	const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message"));
-	if (status != status || status < 400 || status > 599)
-		status = 500;
-	api_reply_error(req, (int)status, code ? code : "internal", "%s",
-			message ? message : fallback);
+	api_reply_failure(req, failure_from_code(code), "%s", message ? message : fallback);
 }
 
 static void screen_reply_worker_error(struct api_request *req, const cJSON *answer)
@@ -218,7 +214,7 @@ static void handle_input(struct api_request *req)
 	 * holds the lock sends input with its token (X-Takeover). */
 	const char *takeover = api_header(req, "X-Takeover");
 	if (!lock_admits(takeover)) {
-		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
+		api_reply_failure(req, FAILURE_LOCKED, "a person has the screen; wait until they hand it back");
 		return;
 	}
 	bool person = lock_is_locked();
@@ -295,7 +291,7 @@ static void handle_record_start(struct api_request *req)
 	if (!body)
 		return;
 	if (recording.starting || recording.running) {
-		api_reply_error(req, 409, "conflict", "recording %s is already running; stop it first",
+		api_reply_failure(req, FAILURE_CONFLICT, "recording %s is already running; stop it first",
 				recording.id);
 		return;
 	}
@@ -303,7 +299,7 @@ static void handle_record_start(struct api_request *req)
 	char error[300];
 	if (!screen_new_recording(api_config()->work_dir, &recording.id, &recording.path, error, sizeof error)) {
 		screen_recording_clear();
-		api_reply_error(req, 500, "internal", "%s", error);
+		api_reply_failure(req, FAILURE_INTERNAL, "%s", error);
 		return;
 	}
 	cJSON *request = cJSON_CreateObject();
@@ -377,12 +373,12 @@ static void handle_record_stop(struct api_request *req)
 	if (reply_ended_recording(req))
 		return;
 	if (recording.starting || recording.stopping) {
-		api_reply_error(req, 409, "conflict", "the recording is %s; try again in a moment",
+		api_reply_failure(req, FAILURE_CONFLICT, "the recording is %s; try again in a moment",
 				recording.starting ? "starting" : "already stopping");
 		return;
 	}
 	if (!recording.running) {
-		api_reply_error(req, 409, "conflict", "no recording is running");
+		api_reply_failure(req, FAILURE_CONFLICT, "no recording is running");
 		return;
 	}
 	recording.stopping = true;

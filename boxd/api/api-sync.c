@@ -49,11 +49,11 @@ static void diff_answered(struct api_request *req, const struct archive_call_res
 	if (error) {
 		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(error, "code"));
 		const char *message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
-		bool refused = code && strcmp(code, "bad_request") == 0;
-		api_reply_error(req, refused ? 400 : 500, refused ? "bad_request" : "internal", "%s",
-				message ? message : "the diff failed");
+		bool refused = failure_from_code(code) == FAILURE_BAD_REQUEST;
+		api_reply_failure(req, refused ? FAILURE_BAD_REQUEST : FAILURE_INTERNAL, "%s",
+				  message ? message : "the diff failed");
 	} else {
-		api_reply_error(req, 500, "internal", "the diff worker stopped without an answer (status %d%s%s)",
+		api_reply_failure(req, FAILURE_INTERNAL, "the diff worker stopped without an answer (status %d%s%s)",
 				result->status, result->errors[0] ? ": " : "", result->errors);
 	}
 	cJSON_Delete(json);

@@ -201,7 +201,7 @@ static void handle_put(struct api_request *req)
 		return;
 	}
 	if (!busy_claim(id)) {
-		api_reply_error(req, 409, "conflict", "upload %s is busy with another piece; retry when it is done", id);
+		api_reply_failure(req, FAILURE_CONFLICT, "upload %s is busy with another piece; retry when it is done", id);
 		return;
 	}
 	char *part_path = spool_file(api_config()->work_dir, id, "part");
@@ -212,7 +212,7 @@ static void handle_put(struct api_request *req)
 		free(part_path);
 		if (fd >= 0)
 			close(fd);
-		api_reply_error(req, 500, "internal", "cannot open upload %s: %s", id, strerror(errno));
+		api_reply_failure(req, FAILURE_INTERNAL, "cannot open upload %s: %s", id, strerror(errno));
 		return;
 	}
 	if (st.st_size != offset) {
@@ -222,7 +222,7 @@ static void handle_put(struct api_request *req)
 		char header[32];
 		snprintf(header, sizeof header, "%lld", (long long)st.st_size);
 		api_add_header(req, "Upload-Offset", header);
-		api_reply_error(req, 409, "conflict", "upload %s has %lld bytes; send the piece at Upload-Offset: %lld",
+		api_reply_failure(req, FAILURE_CONFLICT, "upload %s has %lld bytes; send the piece at Upload-Offset: %lld",
 				id, (long long)st.st_size, (long long)st.st_size);
 		return;
 	}
@@ -285,7 +285,7 @@ static void handle_finish(struct api_request *req)
 	if (!id)
 		return;
 	if (!busy_claim(id)) {
-		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when its piece is stored", id);
+		api_reply_failure(req, FAILURE_CONFLICT, "upload %s is busy; retry when its piece is stored", id);
 		return;
 	}
 	const char *work = api_config()->work_dir;
@@ -305,7 +305,7 @@ static void handle_finish(struct api_request *req)
 		busy_release(id);
 		if (fd >= 0)
 			close(fd);
-		api_reply_error(req, 500, "internal", "upload %s lost its files under .sbx/uploads", id);
+		api_reply_failure(req, FAILURE_INTERNAL, "upload %s lost its files under .sbx/uploads", id);
 		return;
 	}
 	struct finishing *finishing = xcalloc(1, sizeof *finishing);
@@ -320,7 +320,7 @@ static void handle_delete(struct api_request *req)
 	if (!id)
 		return;
 	if (!busy_claim(id)) {
-		api_reply_error(req, 409, "conflict", "upload %s is busy; retry when it is done", id);
+		api_reply_failure(req, FAILURE_CONFLICT, "upload %s is busy; retry when it is done", id);
 		return;
 	}
 	remove_upload(api_config()->work_dir, id);

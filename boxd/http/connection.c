@@ -440,7 +440,7 @@ static void refuse(struct http_conn *conn, int status, const char *message)
 	/* Whatever else comes is dropped for a moment (a client still sending
 	 * its head reads this answer), except from a client too slow to matter. */
 	conn->body_done = status == 408;
-	char *body = http_error_json(http_error_code(status), message);
+	char *body = http_error_json(failure_code(http_failure_of_status(status)), message);
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, "Content-Type: application/json\r\n");
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
@@ -719,7 +719,7 @@ static void read_body(struct http_conn *conn)
 	}
 	if (result == PUMP_ERROR) {
 		conn->close_after = true;
-		api_reply_error(req, 400, "bad_request", "the chunked body is malformed");
+		api_reply_failure(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
 		return;
 	}
 	struct evbuffer *body = conn->body;
@@ -990,7 +990,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		refuse(conn, 408, "the request's head did not arrive in time");
 	} else if (conn->state == READ_BODY) {
 		conn->close_after = true;
-		api_reply_error(conn->req, 408, "timeout",
+		api_reply_failure(conn->req, FAILURE_TIMEOUT,
 				"the request's body stopped arriving for %d s", idle_timeout_sec);
 	} else {
 		conn_free(conn); /* idle between requests, or a streamed body stalled */

@@ -17,7 +17,7 @@ void router_serve(struct event_base *base);
 
 /* A request's head arrived on `conn` (the head is taken over): its route is
  * looked up. The request then runs (api_request_run), is answered by the
- * connection (an error through api_reply_error), or is lost. */
+ * connection (an error through api_reply_failure), or is lost. */
 struct api_request *api_request_begin(struct http_conn *conn, struct http_head *head);
 /* The largest body its route takes, and whether it takes it as a stream. */
 size_t api_request_body_limit(const struct api_request *req);

@@ -251,27 +251,27 @@ void api_reply_json(struct api_request *req, int status, cJSON *body)
 	free(text);
 }
 
-static void reply_error_va(struct api_request *req, int status, const char *code,
-			   const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+static void reply_failure_va(struct api_request *req, enum failure failure, const char *fmt,
+			     va_list ap) __attribute__((format(printf, 3, 0)));
 
-static void reply_error_va(struct api_request *req, int status, const char *code,
-			   const char *fmt, va_list ap)
+static void reply_failure_va(struct api_request *req, enum failure failure, const char *fmt,
+			     va_list ap)
 {
 	char message[1024];
 	vsnprintf(message, sizeof message, fmt, ap);
 	char *masked = redact_text(message);
 	size_t length;
-	char *text = error_json(code, masked, &length);
+	char *text = error_json(failure_code(failure), masked, &length);
 	free(masked);
-	api_reply_bytes(req, status, "application/json", text, length);
+	api_reply_bytes(req, http_status_of(failure), "application/json", text, length);
 	free(text);
 }
 
-void api_reply_error(struct api_request *req, int status, const char *code, const char *fmt, ...)
+void api_reply_failure(struct api_request *req, enum failure failure, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	reply_error_va(req, status, code, fmt, ap);
+	reply_failure_va(req, failure, fmt, ap);
 	va_end(ap);
 }
 
@@ -279,7 +279,7 @@ void api_reply_bad_request(struct api_request *req, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	reply_error_va(req, 400, "bad_request", fmt, ap);
+	reply_failure_va(req, FAILURE_BAD_REQUEST, fmt, ap);
 	va_end(ap);
 }
 
@@ -287,7 +287,7 @@ void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	reply_error_va(req, 404, "not_found", fmt, ap);
+	reply_failure_va(req, FAILURE_NOT_FOUND, fmt, ap);
 	va_end(ap);
 }
 
@@ -304,10 +304,10 @@ void api_reply_write_failed(struct api_request *req, int error, const char *fmt,
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	if (api_disk_full(error))
-		api_reply_error(req, 507, "disk_full", "%s: %s (free space there and retry)", what,
+		api_reply_failure(req, FAILURE_DISK_FULL, "%s: %s (free space there and retry)", what,
 				strerror(error));
 	else
-		api_reply_error(req, 500, "internal", "%s: %s", what, strerror(error));
+		api_reply_failure(req, FAILURE_INTERNAL, "%s: %s", what, strerror(error));
 }
 
 void api_add_header(struct api_request *req, const char *name, const char *value)
@@ -557,7 +557,7 @@ static void replay(struct api_request *req, const struct request_id_entry *entry
 	size_t length;
 	char *body = request_ids_body(entry, &length);
 	if (!body) {
-		api_reply_error(req, 409, "conflict",
+		api_reply_failure(req, FAILURE_CONFLICT,
 				"the first call with X-Request-Id %s ended (status %d) and its answer is "
 				"no longer kept; fetch the result %s%s",
 				entry->id, entry->status, entry->resource ? "of " : "by its id",
@@ -584,7 +584,7 @@ static bool apply_request_id(struct api_request *req, const char *method)
 	struct request_id_entry *entry = request_ids_find(id);
 	if (entry && strcmp(entry->target, target) != 0) {
 		free(target);
-		api_reply_error(req, 409, "conflict", "X-Request-Id %s was already used for another call (%s)",
+		api_reply_failure(req, FAILURE_CONFLICT, "X-Request-Id %s was already used for another call (%s)",
 				id, entry->target);
 		return true;
 	}
@@ -625,7 +625,7 @@ static bool refuse_command(struct api_request *req, const char *method)
 	pid_t pid = http_conn_peer_pid(req->conn);
 	if (pid == 0 || (pid > 0 && !hooks.is_command(pid)))
 		return false;
-	api_reply_error(req, 403, "forbidden",
+	api_reply_failure(req, FAILURE_FORBIDDEN,
 			"%s %s acts for the control plane or the person at the screen: boxd's own "
 			"commands may not call it", method, req->route->pattern);
 	return true;
@@ -639,7 +639,7 @@ static bool apply_rules(struct api_request *req, const char *method)
 	if (apply_request_id(req, method))
 		return true;
 	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && hooks.locked && hooks.locked()) {
-		api_reply_error(req, 423, "locked", "a person has the screen; wait until they hand it back");
+		api_reply_failure(req, FAILURE_LOCKED, "a person has the screen; wait until they hand it back");
 		return true;
 	}
 	return false;
@@ -685,7 +685,7 @@ void api_request_too_large(struct api_request *req, unsigned long long declared)
 	char size[64] = "";
 	if (declared)
 		snprintf(size, sizeof size, " has %llu bytes;", declared);
-	api_reply_error(req, 413, "payload_too_large",
+	api_reply_failure(req, FAILURE_PAYLOAD_TOO_LARGE,
 			"the body%s %s %s takes at most %zu bytes (large archives go to "
 			"POST /v1/sync/upload or /v1/uploads, which stream)",
 			declared ? size : " is too large:", req->head.method,
@@ -705,7 +705,7 @@ void api_request_run(struct api_request *req, struct evbuffer *body)
 	if (!req->route) {
 		if (req->allowed[0]) {
 			api_add_header(req, "Allow", req->allowed);
-			api_reply_error(req, 405, "method_not_allowed", "%s takes %s, not %s", req->path,
+			api_reply_failure(req, FAILURE_METHOD_NOT_ALLOWED, "%s takes %s, not %s", req->path,
 					req->allowed, method);
 		} else {
 			api_reply_not_found(req, "no such endpoint: %s %s", method, req->path);

@@ -6,7 +6,7 @@
  * X-Request-Id memory, parses nothing the handler did not ask for, and hands
  * the handler a `struct api_request`. Handlers never see a socket.
  *
- * A handler answers exactly once, with api_reply_json(), api_reply_error(),
+ * A handler answers exactly once, with api_reply_json(), api_reply_failure(),
  * api_reply_bytes() or a stream (api_stream_*). It may answer later, from
  * another event callback: the request stays valid until it is answered, even
  * if the client has gone (api_client_gone() tells; answering it then only
@@ -20,6 +20,8 @@
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
+
+#include "failure.h"
 
 struct api_request;
 struct event_base;
@@ -125,9 +127,10 @@ void api_reply_json(struct api_request *req, int status, cJSON *body);
  * gives every repeat, instead of the answer itself: for an answer that must
  * be handed out once (the lock's token). Takes ownership of `kept`. */
 void api_keep_instead(struct api_request *req, cJSON *kept);
-/* {"error":{"code":..,"message":..}} with the message formatted and masked. */
-void api_reply_error(struct api_request *req, int status, const char *code,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* {"error":{"code":..,"message":..}} with the failure's status and code
+ * (failure.h) and the message formatted and masked. */
+void api_reply_failure(struct api_request *req, enum failure failure, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void api_reply_bytes(struct api_request *req, int status, const char *content_type,
 		     const void *data, size_t length);
 /* Adds a response header before the answer starts. */
