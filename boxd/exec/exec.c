@@ -892,7 +892,10 @@ void exec_shutdown(void)
 			rmdir(dirs[i]);
 }
 
-void exec_renew_spares(void)
+/* After an init (a claim, thaw or snapshot restore): the spare shims are
+ * replaced, so that no process or id made before a snapshot and not yet
+ * used serves a command after it (see exec_spawn_renew). */
+static void renew_spares(void *unused)
 {
 	exec_spawn_renew();
 }
@@ -912,5 +915,6 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	exec_spawn_init(base, shim_program, shim_cgroup, prepare_spec);
 	exec_thaw_init(base, shim_cgroup, cgroup_base);
 	health_register(contribute_health);
+	init_on_applied(renew_spares, NULL);
 	secrets_on_change(on_secrets_changed, NULL);
 }

@@ -93,10 +93,6 @@ void exec_shutdown(void);
  * NULL without one. Valid from exec_init to exec_shutdown. */
 const char *exec_commands_cgroup(void);
 
-/* After an init (a claim, thaw or snapshot restore): the spare shims are
- * replaced, so that no process or id made before a snapshot and not yet
- * used serves a command after it (see exec_spawn_renew). */
-void exec_renew_spares(void);
 
 /* Starts a command; `started` runs once, later, with the job or with an
  * error code and sentence. Takes ownership of `request`. */

@@ -17,8 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "router-internal.h"
-#include "router.h"
 #include "clock.h"
 #include "http-errors.h"
 #include "http-parser.h"
@@ -138,9 +136,12 @@ static void trim_heap(evutil_socket_t fd, short what, void *arg)
 	malloc_trim(0);
 }
 
-void http_conn_setup(struct event_base *base, int idle_sec)
+static struct http_conn_router router;
+
+void http_conn_setup(struct event_base *base, int idle_sec, const struct http_conn_router *given)
 {
 	loop = base;
+	router = *given;
 	trim_timer = evtimer_new(base, trim_heap, NULL);
 	idle_timeout_sec = idle_sec > 0 ? idle_sec : 60;
 	connection_cap = cap_from_limit();
@@ -229,7 +230,7 @@ static void conn_lost(struct http_conn *conn)
 	conn->req = NULL;
 	sink_stop(conn);
 	if (req)
-		api_request_lost(req);
+		router.lost(req);
 }
 
 static void later_soon(struct http_conn *conn)
@@ -714,12 +715,12 @@ static void read_body(struct http_conn *conn)
 	struct api_request *req = conn->req;
 	if (result == PUMP_TOO_LARGE) {
 		conn->close_after = true;
-		api_request_too_large(req, 0);
+		router.too_large(req, 0);
 		return;
 	}
 	if (result == PUMP_ERROR) {
 		conn->close_after = true;
-		api_reply_failure(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
+		router.fail(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
 		return;
 	}
 	struct evbuffer *body = conn->body;
@@ -728,7 +729,7 @@ static void read_body(struct http_conn *conn)
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	bool heavy = evbuffer_get_length(body) >= HEAVY_BYTES;
 	conn->heavy = conn->heavy || heavy;
-	api_request_run(req, body);
+	router.run(req, body);
 	/* Also now: a handler that answers much later (a foreground command)
 	 * has let the body go already (api_body_release). */
 	if (heavy)
@@ -750,20 +751,20 @@ static void start_request(struct http_conn *conn, struct http_head *head)
 	conn->body_done = head->body == HTTP_BODY_NONE;
 	http_chunked_init(&conn->chunked);
 	uint64_t declared = head->body == HTTP_BODY_LENGTH ? head->content_length : 0;
-	struct api_request *req = api_request_begin(conn, head);
+	struct api_request *req = router.begin(conn, head);
 	conn->req = req;
-	conn->streams_body = api_request_streams_body(req);
+	conn->streams_body = router.streams_body(req);
 	if (conn->streams_body) {
 		conn->state = RUNNING;
-		api_request_run(req, NULL);
+		router.run(req, NULL);
 		return;
 	}
-	conn->body_limit = api_request_body_limit(req);
+	conn->body_limit = router.body_limit(req);
 	if (declared > conn->body_limit) {
 		/* Refused from the head alone: the body is never read. */
 		conn->close_after = true;
 		conn->state = RUNNING;
-		api_request_too_large(req, declared);
+		router.too_large(req, declared);
 		return;
 	}
 	conn->state = READ_BODY;
@@ -990,8 +991,9 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		refuse(conn, 408, "the request's head did not arrive in time");
 	} else if (conn->state == READ_BODY) {
 		conn->close_after = true;
-		api_reply_failure(conn->req, FAILURE_TIMEOUT,
-				"the request's body stopped arriving for %d s", idle_timeout_sec);
+		char why[96];
+		snprintf(why, sizeof why, "the request's body stopped arriving for %d s", idle_timeout_sec);
+		router.fail(conn->req, FAILURE_TIMEOUT, why);
 	} else {
 		conn_free(conn); /* idle between requests, or a streamed body stalled */
 	}

@@ -21,13 +21,37 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "failure.h"
+
+struct api_request;
 struct event_base;
+struct evbuffer;
 struct http_conn;
+struct http_head;
 
 /* The head's deadline, unless --idle-timeout is shorter. */
 #define HTTP_HEAD_TIMEOUT_SEC 10
 
-void http_conn_setup(struct event_base *base, int idle_timeout_sec);
+/* What a connection hands its requests to: the router (router-internal.h;
+ * server.c wires it), which the connection does not include. */
+struct http_conn_router {
+	/* A head arrived (taken over): the request that will carry it. */
+	struct api_request *(*begin)(struct http_conn *conn, struct http_head *head);
+	size_t (*body_limit)(const struct api_request *req);
+	bool (*streams_body)(const struct api_request *req);
+	/* 413: the body (`declared` bytes, 0 when chunked) is over the limit. */
+	void (*too_large)(struct api_request *req, unsigned long long declared);
+	/* The shared rules and the handler; `body` taken over (NULL: none, or
+	 * streamed). */
+	void (*run)(struct api_request *req, struct evbuffer *body);
+	/* The connection went before the answer. */
+	void (*lost)(struct api_request *req);
+	/* An error of the connection's own about the request, as its answer. */
+	void (*fail)(struct api_request *req, enum failure failure, const char *message);
+};
+
+void http_conn_setup(struct event_base *base, int idle_timeout_sec,
+		     const struct http_conn_router *router);
 /* Serves an accepted, checked peer (fd non-blocking); past the connection
  * cap it answers 503 and closes the fd instead. */
 void http_conn_accept(int fd);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "failure.h"
+
 struct api_request;
 struct event_base;
 struct evbuffer;
@@ -31,5 +33,8 @@ void api_request_run(struct api_request *req, struct evbuffer *body);
 /* The connection went before the answer: the handler is told (gone), or a
  * request that never ran is freed. */
 void api_request_lost(struct api_request *req);
+/* An error of the connection's own about the request (malformed chunks, a
+ * body that stopped), answered as the request's answer. */
+void api_request_fail(struct api_request *req, enum failure failure, const char *message);
 
 #endif

@@ -669,6 +669,11 @@ struct api_request *api_request_begin(struct http_conn *conn, struct http_head *
 	return req;
 }
 
+void api_request_fail(struct api_request *req, enum failure failure, const char *message)
+{
+	api_reply_failure(req, failure, "%s", message);
+}
+
 size_t api_request_body_limit(const struct api_request *req)
 {
 	return req->route && req->route->max_body ? req->route->max_body : API_DEFAULT_MAX_BODY;

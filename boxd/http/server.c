@@ -224,7 +224,12 @@ bool server_start(struct event_base *base, const struct boxd_config *config, cha
 	/* A client that connects and says nothing, or stops between requests,
 	 * is dropped after --idle-timeout; a head must come whole within
 	 * HTTP_HEAD_TIMEOUT_SEC (connection.c). */
-	http_conn_setup(base, config->idle_timeout_sec);
+	static const struct http_conn_router router = {
+		.begin = api_request_begin, .body_limit = api_request_body_limit,
+		.streams_body = api_request_streams_body, .too_large = api_request_too_large,
+		.run = api_request_run, .lost = api_request_lost, .fail = api_request_fail,
+	};
+	http_conn_setup(base, config->idle_timeout_sec, &router);
 
 	if (!serve_unix(config->socket_path, error, error_size))
 		return false;

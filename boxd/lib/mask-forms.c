@@ -2,7 +2,6 @@
  * variants, JSON escaping, URL-encoding, shell quoting, backslash escapes,
  * hex and base64 cores. */
 #include "mask-forms.h"
-#include "mask.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -433,7 +432,7 @@ static void item_wipe(struct mask_form_item *item)
 	item->data = NULL;
 }
 
-void mask_forms_finish(struct mask_forms *forms)
+void mask_forms_finish(struct mask_forms *forms, size_t min_length)
 {
 	if (forms->count == 0)
 		return;
@@ -444,7 +443,7 @@ void mask_forms_finish(struct mask_forms *forms)
 		bool duplicate = kept > 0 && compare_items(&forms->items[kept - 1], item) == 0;
 		if (duplicate)
 			forms->items[kept - 1].wraps |= item->wraps;
-		if (item->len < MASK_MIN_FORM || duplicate) {
+		if (item->len < min_length || duplicate) {
 			item_wipe(item);
 			continue;
 		}

@@ -26,8 +26,8 @@ void mask_forms_init(struct mask_forms *forms);
 void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
 			  bool encodings);
 /* Drops duplicates (a form kept both ways keeps `wraps`) and forms shorter
- * than MASK_MIN_FORM. */
-void mask_forms_finish(struct mask_forms *forms);
+ * than `min_length` (mask.c's MASK_MIN_FORM). */
+void mask_forms_finish(struct mask_forms *forms, size_t min_length);
 void mask_forms_free(struct mask_forms *forms);
 
 #endif

@@ -279,7 +279,7 @@ static struct mask_set *set_build(const char *const *values, const size_t *lens,
 		if (len >= MASK_MIN_FORM)
 			mask_forms_add_value(&forms, values[i], len, encodings);
 	}
-	mask_forms_finish(&forms);
+	mask_forms_finish(&forms, MASK_MIN_FORM);
 	set->count = forms.count;
 	if (set->count == 0) {
 		mask_forms_free(&forms);

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "init.h"
 #include "lock.h"
 #include "probe.h"
 #include "xalloc.h"
@@ -42,6 +41,7 @@ struct waiting {
 };
 
 static void (*contributors[MAX_CONTRIBUTORS])(cJSON *health);
+static char instance_id[64];
 static int contributor_count;
 static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
 static unsigned calls_in_flight;
@@ -285,7 +285,7 @@ static cJSON *health_build(void)
 	cJSON_AddBoolToObject(health, "ok", true);
 	cJSON_AddStringToObject(health, "version", BOXD_VERSION);
 	cJSON_AddStringToObject(health, "bootId", boot_id);
-	cJSON_AddStringToObject(health, "instanceId", init_instance_id());
+	cJSON_AddStringToObject(health, "instanceId", instance_id);
 	add_number(health, "startedAt", (double)started_at_ms);
 	add_number(health, "uptimeMs", (double)(clock_monotonic_ms() - started_monotonic_ms));
 	add_display(health);
@@ -479,6 +479,11 @@ void health_collect(health_done_fn done, void *arg)
 		return;
 	}
 	waiting[waiting_count++] = (struct waiting){done, arg};
+}
+
+void health_set_instance_id(const char *id)
+{
+	snprintf(instance_id, sizeof instance_id, "%s", id);
 }
 
 void health_register(void (*contribute)(cJSON *health))

@@ -33,6 +33,8 @@ void health_collect(health_done_fn done, void *arg);
  * display) registers a contributor; it runs on every build and may replace
  * the default fields. At most 16. */
 void health_register(void (*contribute)(cJSON *health));
+/* The box's instanceId, from now on (init.c draws it). */
+void health_set_instance_id(const char *id);
 
 /* An API call starts and ends (the router calls these; health itself does
  * not count). A call in flight keeps the box awake, however long it takes;

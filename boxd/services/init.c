@@ -13,7 +13,6 @@
 
 #include "clock.h"
 #include "dotenv.h"
-#include "exec.h"
 #include "health.h"
 #include "log.h"
 #include "report.h"
@@ -30,6 +29,20 @@ static char *state_path, *hosts_path;
 static cJSON *state; /* {"unixMs", "env", "user", "workDir"}: the last init applied */
 static char instance_id[33];
 
+#define MAX_APPLIED_LISTENERS 4
+struct applied_listener {
+	void (*fn)(void *ctx);
+	void *ctx;
+};
+static struct applied_listener applied_listeners[MAX_APPLIED_LISTENERS];
+static int applied_listener_count;
+
+void init_on_applied(void (*fn)(void *ctx), void *ctx)
+{
+	if (applied_listener_count < MAX_APPLIED_LISTENERS)
+		applied_listeners[applied_listener_count++] = (struct applied_listener){fn, ctx};
+}
+
 static void new_instance_id(void)
 {
 	unsigned char bytes[16];
@@ -38,6 +51,7 @@ static void new_instance_id(void)
 			bytes[i] = (unsigned char)(clock_monotonic_us() >> (i * 3));
 	for (size_t i = 0; i < sizeof bytes; i++)
 		snprintf(instance_id + 2 * i, 3, "%02x", bytes[i]);
+	health_set_instance_id(instance_id);
 }
 
 const char *init_instance_id(void)
@@ -316,11 +330,12 @@ bool init_apply(const cJSON *request, bool *applied, bool *clock_set, int *syste
 	new_instance_id();
 	*applied = true;
 	/* Whatever the box slept through, the display, Docker and the report
-	 * peer are asked anew; the spare shims, started before a snapshot
-	 * perhaps and holding ids drawn then, are replaced. */
+	 * peer are asked anew; then whoever keeps what a snapshot must not
+	 * hand out twice (exec's spare shims, holding ids drawn before it). */
 	health_invalidate();
 	report_thawed();
-	exec_renew_spares();
+	for (int i = 0; i < applied_listener_count; i++)
+		applied_listeners[i].fn(applied_listeners[i].ctx);
 	steps_add("init", "init applied%s%s, %d hosts, %d env", *clock_set ? ", clock set" : "",
 		  hosts ? "" : " (hosts kept)", hosts ? cJSON_GetArraySize(hosts) : 0,
 		  cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(request, "env")));

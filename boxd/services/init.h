@@ -53,4 +53,9 @@ void init_env_foreach(void (*each)(const char *entry, void *arg), void *arg);
  * from one snapshot differ once the control plane has initialised them. */
 const char *init_instance_id(void);
 
+/* `fn(ctx)` runs after every applied init (a claim, a thaw, a restore),
+ * after the health probes are reset: for what must be made anew after a
+ * snapshot (exec's spare shims). At most 4. */
+void init_on_applied(void (*fn)(void *ctx), void *ctx);
+
 #endif
