@@ -1,6 +1,7 @@
 /* api-exec.c: POST /v1/exec and GET /v1/exec/{id}. */
 #include <errno.h>
 #include <event2/event.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
 #include "router.h"
-#include "config.h"
 #include "clock.h"
 #include "exec.h"
-#include "init.h"
 #include "redact-json.h"
 #include "redact.h"
 #include "steps.h"
 #include "text.h"
-#include "users.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -66,14 +63,11 @@ static bool parse_env(struct api_request *req, const cJSON *env, struct exec_req
 	return true;
 }
 
-/* Name or uid; unknown names are refused, a bare uid without an entry runs
- * with the same gid and HOME=/. */
 static bool parse_user(struct api_request *req, const cJSON *user, struct exec_request *r)
 {
-	char given[64];
+	char given[64], error[512];
 	if (!user)
-		snprintf(given, sizeof given, "%s", init_user() ? init_user()
-						  : api_config()->user ? api_config()->user : "root");
+		given[0] = '\0';
 	else if (cJSON_IsString(user) && *user->valuestring && strlen(user->valuestring) < 64)
 		snprintf(given, sizeof given, "%s", user->valuestring);
 	else if (cJSON_IsNumber(user) && user->valuedouble >= 0 && user->valuedouble < 4294967295.0)
@@ -82,41 +76,24 @@ static bool parse_user(struct api_request *req, const cJSON *user, struct exec_r
 		api_reply_bad_request(req, "user must be a user name or a uid");
 		return false;
 	}
-	const struct user_entry *entry = users_find(given);
-	if (!entry) {
-		api_reply_bad_request(req, "unknown user %s: give a name from /etc/passwd or a uid", given);
+	if (!exec_request_user(r, given[0] ? given : NULL, error, sizeof error)) {
+		api_reply_bad_request(req, "%s", error);
 		return false;
 	}
-	r->user = xstrdup(entry->name);
-	r->uid = entry->uid;
-	r->gid = entry->gid;
-	r->home = xstrdup(entry->home);
-	r->group_count = entry->group_count;
-	r->groups = xmalloc((r->group_count ? r->group_count : 1) * sizeof *r->groups);
-	if (entry->group_count)
-		memcpy(r->groups, entry->groups, entry->group_count * sizeof *r->groups);
 	return true;
 }
 
 static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_request *r)
 {
-	/* The init's working dir, when the control plane set one. */
-	const char *work = init_work_dir() ? init_work_dir() : api_config()->work_dir;
 	if (cwd && !cJSON_IsString(cwd) && !cJSON_IsNull(cwd)) {
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;
 	}
 	const char *given = cJSON_IsString(cwd) && *cwd->valuestring ? cwd->valuestring : NULL;
-	r->cwd = !given ? xstrdup(work) : given[0] == '/' ? xstrdup(given)
-							  : xasprintf("%s/%s", work, given);
-	struct stat info;
-	if (stat(r->cwd, &info) != 0) {
-		api_reply_failure(req, FAILURE_CWD_NOT_FOUND, "cwd %s does not exist: create it first or "
-				"pick another directory", r->cwd);
-		return false;
-	}
-	if (!S_ISDIR(info.st_mode)) {
-		api_reply_bad_request(req, "cwd %s is not a directory", r->cwd);
+	enum failure failure;
+	char error[PATH_MAX + 128];
+	if (!exec_request_cwd(r, given, &failure, error, sizeof error)) {
+		api_reply_failure(req, failure, "%s", error);
 		return false;
 	}
 	return true;

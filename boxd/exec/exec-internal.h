@@ -1,15 +1,35 @@
-/* exec-internal.h: what exec's own files (exec.c, exec-adopt.c,
- * exec-json.c, exec-stream.c) share and nothing else includes. The shim's
+/* exec-internal.h: what exec's own files (exec.c, exec-start.c,
+ * exec-kept.c, exec-adopt.c, exec-json.c, exec-stream.c) share and nothing
+ * else includes. The shim's
  * wire protocol (shim-protocol.h) stays behind this line. */
 #ifndef BOXD_EXEC_INTERNAL_H
 #define BOXD_EXEC_INTERNAL_H
 
 #include "exec.h"
 
+struct boxd_config;
 struct event_base;
 
-/* The loop exec_init was given. */
+/* The loop and the settings exec_init was given. */
 struct event_base *exec_loop(void);
+const struct boxd_config *exec_settings(void);
+/* The commands' cgroups (cgroup.h's cgroup_prepare): v2 base, the shims'
+ * leaf, the v1 pids base; each NULL when there is none. */
+struct exec_cgroups {
+	const char *base, *shims, *pids;
+};
+const struct exec_cgroups *exec_cgroups(void);
+
+/* exec-start.c: what does not depend on the command, all a spare gets
+ * ahead (exec-spawn.h). */
+struct shim_spec;
+void exec_prepare_spec(struct shim_spec *spec, const char *id);
+
+/* exec-kept.c: an ended job joins its queue (exec_job_finish) or leaves it
+ * (exec_forget); the sweep forgets the oldest past the bounds of exec.h. */
+void exec_kept_add(struct exec_job *job);
+void exec_kept_remove(struct exec_job *job);
+void exec_kept_sweep(void);
 
 /* The state dir of a job: RUN_DIR/procs/<id>, or a file in it. Caller frees. */
 char *exec_state_path(const char *id, const char *name);

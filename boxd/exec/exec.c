@@ -1,4 +1,6 @@
-/* exec.c: starting shims and following them from the event loop. */
+/* exec.c: the commands boxd knows, followed from the event loop through
+ * their shims (their start is exec-start.c's, which are kept once ended
+ * exec-kept.c's); and exec's start and end with boxd's. */
 #include "exec-internal.h"
 #include "exec-spawn.h"
 #include "exec-thaw.h"
@@ -7,87 +9,35 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
 #include "config.h"
 #include "clock.h"
-#include "health.h"
 #include "log.h"
+#include "health.h"
 #include "init.h"
 #include "protect.h"
 #include "protected.h"
-#include "random-id.h"
 #include "redact.h"
 #include "report.h"
 #include "shim-protocol.h"
-#include "shim-spec.h"
 #include "secrets.h"
 #include "steps.h"
-#include "text.h"
 #include "xalloc.h"
-
-#define EXEC_LOG_CAP_BYTES (512ull << 20)
-/* Enough for make -j and node; a fork bomb stops here instead of the box. */
-#define EXEC_PIDS_MAX 1024
 
 static struct exec_job *jobs, *jobs_tail;
 
-/* Ended jobs of one kind in the order they ended, with what they hold. */
-struct ended_queue {
-	struct exec_job *oldest, *newest;
-	size_t count;
-	uint64_t bytes;
-};
-static struct ended_queue ended_foreground, ended_background;
-
-static struct ended_queue *ended_queue_of(const struct exec_job *job)
-{
-	return job->meta.background ? &ended_background : &ended_foreground;
-}
-
-static void ended_append(struct exec_job *job)
-{
-	struct ended_queue *queue = ended_queue_of(job);
-	job->ended_prev = queue->newest;
-	job->ended_next = NULL;
-	if (queue->newest)
-		queue->newest->ended_next = job;
-	else
-		queue->oldest = job;
-	queue->newest = job;
-	queue->count++;
-	queue->bytes += job->kept_bytes;
-}
-
-static void ended_unlink(struct exec_job *job)
-{
-	struct ended_queue *queue = ended_queue_of(job);
-	if (job->ended_prev)
-		job->ended_prev->ended_next = job->ended_next;
-	else
-		queue->oldest = job->ended_next;
-	if (job->ended_next)
-		job->ended_next->ended_prev = job->ended_prev;
-	else
-		queue->newest = job->ended_prev;
-	queue->count--;
-	queue->bytes -= job->kept_bytes;
-}
-
 static char *cgroup_base, *shim_cgroup, *pids_base;
+static struct exec_cgroups cgroups;
 static char *shim_program;
 /* Given at exec_init. */
 static struct event_base *loop;
@@ -146,6 +96,17 @@ char *exec_state_path(const char *id, const char *name)
 struct event_base *exec_loop(void)
 {
 	return loop;
+}
+
+const struct boxd_config *exec_settings(void)
+{
+	return settings;
+}
+
+const struct exec_cgroups *exec_cgroups(void)
+{
+	cgroups = (struct exec_cgroups){cgroup_base, shim_cgroup, pids_base};
+	return &cgroups;
 }
 
 void exec_remove_state_dir(const char *id)
@@ -211,76 +172,12 @@ void exec_forget(struct exec_job *job)
 {
 	jobs_unlink(job);
 	if (job->state == EXEC_ENDED)
-		ended_unlink(job);
+		exec_kept_remove(job);
 	exec_remove_state_dir(job->id);
 	exec_disk_forget(job->id);
 	struct cgroup_job tree = {.v2_dir = job->meta.cgroup, .pids_dir = job->meta.pids_cgroup};
 	cgroup_job_remove(&tree);
 	job_free(job);
-}
-
-/* What an ended job holds in the run dir: its stdout and stderr captures,
- * in its exit record or in files beside it. */
-static uint64_t captured_bytes(const struct exec_job *job)
-{
-	if (job->exit.has_captures)
-		return job->exit.capture_lengths[0] + job->exit.capture_lengths[1];
-	const char *id = job->id;
-	uint64_t total = 0;
-	const char *names[] = {"stdout", "stderr"};
-	for (int i = 0; i < 2; i++) {
-		char *path = exec_state_path(id, names[i]);
-		struct stat info;
-		if (stat(path, &info) == 0)
-			total += (uint64_t)info.st_size;
-		free(path);
-	}
-	return total;
-}
-
-/* What an ended job keeps, for the byte bounds: its captures, and its
- * command's text and note (a background one's in memory, for the list; a
- * foreground one's in its meta file), so 1,000 results of 1 MiB commands
- * cannot hold 1 GiB. */
-static uint64_t kept_bytes_of(const struct exec_job *job)
-{
-	uint64_t text = (job->meta.cmd ? strlen(job->meta.cmd) : 0) +
-			(job->note ? strlen(job->note) : 0);
-	return captured_bytes(job) + text;
-}
-
-/* Over the bounds (exec.h) with `oldest` the oldest ended job of `queue`. */
-static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest,
-			int64_t now)
-{
-	if (queue == &ended_background)
-		return queue->count > EXEC_KEEP_ENDED_BACKGROUND ||
-		       queue->bytes > EXEC_KEEP_ENDED_BACKGROUND_BYTES;
-	return queue->count > EXEC_KEEP_ENDED_COUNT || queue->bytes > EXEC_KEEP_ENDED_BYTES ||
-	       now - oldest->ended_monotonic > EXEC_KEEP_ENDED_MS;
-}
-
-/* Oldest first, until one is kept: a start pays for what it forgets, not
- * for the thousand results a busy box keeps. A held job stays. */
-static void sweep_queue(struct ended_queue *queue, int64_t now)
-{
-	struct exec_job *job = queue->oldest;
-	while (job && over_bounds(queue, job, now)) {
-		struct exec_job *next = job->ended_next;
-		if (!job->busy)
-			exec_forget(job);
-		job = next;
-	}
-}
-
-/* Ended results go after an hour, and oldest first past the count and byte
- * bounds (see exec.h). Swept when a command starts, so an idle boxd needs
- * no timer. */
-static void sweep_old(void)
-{
-	int64_t now = clock_monotonic_ms();
-	sweep_queue(&ended_foreground, now);
-	sweep_queue(&ended_background, now);
 }
 
 /* ---- holding and watching ---- */
@@ -348,8 +245,7 @@ void exec_job_finish(struct exec_job *job)
 	exec_disk_keep_end(job);
 	job->state = EXEC_ENDED;
 	job->ended_monotonic = clock_monotonic_ms();
-	job->kept_bytes = kept_bytes_of(job);
-	ended_append(job);
+	exec_kept_add(job);
 	if (job->adopted) {
 		exit_record_drop_captures(&job->exit); /* the file has them */
 		drop_text(job);
@@ -530,280 +426,6 @@ bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
 	return false;
 }
 
-/* ---- starting a shim ---- */
-
-struct exec_start {
-	struct exec_request *request;
-	char *id;
-	int channel;        /* the shim's, until it answers */
-	struct event *answer_event;
-	exec_started_fn started;
-	void *arg;
-};
-
-static char *random_id(char prefix)
-{
-	char hex[17];
-	random_hex(hex, 8);
-	return xasprintf("%c_%s", prefix, hex);
-}
-
-void exec_request_free(struct exec_request *r)
-{
-	if (!r)
-		return;
-	free(r->cmd);
-	free(r->cwd);
-	free(r->user);
-	free(r->groups);
-	free(r->home);
-	for (size_t i = 0; i < r->env_count; i++)
-		free(r->env[i]);
-	free(r->env);
-	free(r->stdin_data);
-	free(r->note);
-	free(r->id);
-	free(r);
-}
-
-char *exec_new_id(bool background)
-{
-	/* A spare's id: its state dir, log and cgroups are made already. */
-	char *id = exec_spawn_claim(background);
-	return id ? id : random_id(background ? 'b' : 'c');
-}
-
-static void push_env(char ***env, size_t *count, char *entry)
-{
-	*env = xrealloc(*env, (*count + 1) * sizeof **env);
-	(*env)[(*count)++] = entry;
-}
-
-static void add_secret_env(const char *name, const char *value, void *context)
-{
-	struct shim_spec *spec = context;
-	push_env(&spec->env, &spec->env_count, xasprintf("%s=%s", name, value));
-}
-
-static void add_masked_value(const char *value, void *context)
-{
-	struct shim_spec *spec = context;
-	push_env(&spec->secrets, &spec->secret_count, xstrdup(value));
-}
-
-/* Base environment, then the secrets, then the request's own entries. */
-static void add_init_env(const char *entry, void *arg)
-{
-	struct shim_spec *spec = arg;
-	push_env(&spec->env, &spec->env_count, xstrdup(entry));
-}
-
-static void build_env(const struct exec_request *r, struct shim_spec *spec)
-{
-	const struct boxd_config *config = settings;
-	push_env(&spec->env, &spec->env_count,
-		 xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
-	push_env(&spec->env, &spec->env_count, xasprintf("HOME=%s", r->home ? r->home : "/"));
-	push_env(&spec->env, &spec->env_count, xasprintf("USER=%s", r->user));
-	push_env(&spec->env, &spec->env_count, xasprintf("LOGNAME=%s", r->user));
-	push_env(&spec->env, &spec->env_count, xstrdup("SHELL=/bin/bash"));
-	push_env(&spec->env, &spec->env_count, xstrdup("LANG=C.UTF-8"));
-	if (config->display)
-		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
-	init_env_foreach(add_init_env, spec);
-	secrets_foreach(add_secret_env, spec);
-	for (size_t i = 0; i < r->env_count; i++)
-		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));
-}
-
-/* What does not depend on the command: all a spare gets ahead (exec-spawn.h). */
-static void prepare_spec(struct shim_spec *spec, const char *id)
-{
-	const struct boxd_config *config = settings;
-	*spec = (struct shim_spec){
-		.id = xstrdup(id),
-		.state_dir = exec_state_path(id, NULL),
-		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
-		.log_cap_bytes = EXEC_LOG_CAP_BYTES, .pids_max = EXEC_PIDS_MAX,
-		.cgroup_base = cgroup_base ? xstrdup(cgroup_base) : NULL,
-		.shim_cgroup = shim_cgroup ? xstrdup(shim_cgroup) : NULL,
-		.pids_base = pids_base ? xstrdup(pids_base) : NULL,
-		.protected_dir = xstrdup(protect_dir()),
-	};
-}
-
-static void fill_spec(struct shim_spec *spec, const struct exec_request *r, const char *id)
-{
-	prepare_spec(spec, id);
-	spec->cmd = xstrdup(r->cmd);
-	spec->cwd = xstrdup(r->cwd);
-	spec->user = xstrdup(r->user);
-	spec->uid = r->uid;
-	spec->gid = r->gid;
-	spec->timeout_ms = r->timeout_ms;
-	spec->max_output_bytes = r->background ? 0 : r->max_output_bytes;
-	spec->background = r->background;
-	spec->hold_output = r->streaming;
-	spec->memory_max = r->memory_max_bytes;
-	if (r->group_count) {
-		spec->groups = xmalloc(r->group_count * sizeof *spec->groups);
-		memcpy(spec->groups, r->groups, r->group_count * sizeof *spec->groups);
-		spec->group_count = r->group_count;
-	}
-	if (r->stdin_data) {
-		spec->stdin_data = xmalloc(r->stdin_length + 1);
-		memcpy(spec->stdin_data, r->stdin_data, r->stdin_length);
-		spec->stdin_length = r->stdin_length;
-	}
-	build_env(r, spec);
-	/* The shim masks its output itself: it gets every masked value. */
-	secrets_foreach_masked(add_masked_value, spec);
-	/* No core dumps of commands in the work dir; descriptors for servers. */
-	spec->rlimits = xcalloc(1, sizeof *spec->rlimits);
-	spec->rlimits[spec->rlimit_count++] = (struct shim_rlimit){RLIMIT_CORE, 0, 0};
-}
-
-static void start_finish(struct exec_start *start, struct exec_job *job, const char *code,
-			 const char *error)
-{
-	if (start->answer_event)
-		event_free(start->answer_event);
-	if (start->channel >= 0)
-		close(start->channel);
-	if (!job)
-		exec_remove_prepared(start->id);
-	start->started(start->arg, job, code, error);
-	/* A background command's answer (or an error) is out: the loop may
-	 * make a spare. A foreground one's comes at its end (exec_job_finish). */
-	if (!job || job->meta.background)
-		exec_spawn_refill(0);
-	exec_request_free(start->request);
-	free(start->id);
-	free(start);
-}
-
-/* A command too long for the ready message (64 KiB) comes without its
- * text: the meta file the shim wrote before answering has it, masked. */
-static void complete_meta(struct exec_job *job, const char *request_cmd)
-{
-	if (job->meta.cmd)
-		return;
-	char *path = exec_state_path(job->id, "meta");
-	struct shim_meta written;
-	if (shim_meta_read(&written, path) && written.cmd) {
-		job->meta.cmd = written.cmd;
-		written.cmd = NULL;
-	} else {
-		job->meta.cmd = redact_text(request_cmd); /* as the shim masks it */
-	}
-	shim_meta_free(&written);
-	free(path);
-}
-
-/* The shim started the command: SHIM_MSG_READY carried its meta. */
-static void start_ready(struct exec_start *start, const char *meta, size_t length)
-{
-	struct exec_job *job = exec_job_add(start->id);
-	bool ok = shim_meta_parse(&job->meta, meta, length) && !strcmp(job->meta.id, start->id);
-	if (ok)
-		complete_meta(job, start->request->cmd);
-	job->note = start->request->note ? xstrdup(start->request->note) : NULL;
-	/* The channel is boxd's connection to the shim from now on. */
-	event_free(start->answer_event);
-	start->answer_event = NULL;
-	int channel = start->channel;
-	start->channel = -1;
-	if (!ok) {
-		/* Not a shim this boxd understands: end it as a lost one. */
-		shim_meta_free(&job->meta);
-		job->meta.id = xstrdup(start->id);
-		close(channel);
-		exec_job_lost(job);
-		start_finish(start, job, NULL, NULL);
-		return;
-	}
-	exec_disk_keep_start(job);
-	if (job->meta.background) {
-		/* Before its end can be recorded: a quick command is already over. */
-		char *what = exec_summary(job->meta.cmd);
-		steps_add("bg", "started %s (in %s) as %s", what, job->meta.cwd, job->id);
-		free(what);
-	}
-	exec_job_monitor(job, channel); /* an exit notice behind the answer comes next */
-	start_finish(start, job, NULL, NULL);
-}
-
-/* The shim's one answer: SHIM_MSG_READY, or SHIM_MSG_FAILED "CODE SENTENCE". */
-static void on_answer(evutil_socket_t fd, short what, void *arg)
-{
-	struct exec_start *start = arg;
-	static char message[SHIM_MESSAGE_MAX + 1];
-	ssize_t n = recv(fd, message, SHIM_MESSAGE_MAX, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n > 0 && message[0] == SHIM_MSG_READY) {
-		start_ready(start, message + 1, (size_t)n - 1);
-		return;
-	}
-	char code[64] = "internal";
-	const char *text = "the command's supervisor (boxd-shim) exited without answering";
-	if (n > 0 && message[0] == SHIM_MSG_FAILED) {
-		message[n] = '\0';
-		int length = 0;
-		if (sscanf(message + 1, "%63s%n", code, &length) == 1 && message[1 + length] == ' ')
-			text = message + 1 + length + 1;
-	}
-	start_finish(start, NULL, code, text);
-}
-
-static int spec_memfd(const struct shim_spec *spec)
-{
-	int fd = memfd_create("boxd-spec", MFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (!shim_spec_write(spec, fd) || lseek(fd, 0, SEEK_SET) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, char *error,
-		       size_t error_size)
-{
-	int spec_fd = spec_memfd(spec);
-	if (spec_fd < 0)
-		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
-	start->channel = exec_spawn(start->id, spec_fd, error, error_size);
-	close(spec_fd);
-	if (start->channel < 0)
-		return false;
-	start->answer_event = event_new(loop, start->channel, EV_READ | EV_PERSIST, on_answer, start);
-	event_add(start->answer_event, NULL);
-	return true;
-}
-
-void exec_start(struct exec_request *request, exec_started_fn started, void *arg)
-{
-	sweep_old();
-	struct exec_start *start = xcalloc(1, sizeof *start);
-	start->request = request;
-	start->started = started;
-	start->arg = arg;
-	start->channel = -1;
-	start->id = request->id ? xstrdup(request->id) : exec_new_id(request->background);
-	/* The state dir is the shim's to make (a spare made it ahead). */
-	char error[512] = "";
-	struct shim_spec spec;
-	fill_spec(&spec, request, start->id);
-	bool ok = spawn_shim(start, &spec, error, sizeof error);
-	shim_spec_free(&spec);
-	if (!ok) {
-		log_msg(LOG_LEVEL_ERROR, "%s", error);
-		start_finish(start, NULL, "internal", error);
-	}
-}
-
 /* ---- start of boxd ---- */
 
 
@@ -912,7 +534,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	exec_disk_init(config->work_dir);
 	exec_adopt(procs);
 	free(procs);
-	exec_spawn_init(base, shim_program, shim_cgroup, prepare_spec);
+	exec_spawn_init(base, shim_program, shim_cgroup, exec_prepare_spec);
 	exec_thaw_init(base, shim_cgroup, cgroup_base);
 	health_register(contribute_health);
 	init_on_applied(renew_spares, NULL);

@@ -15,6 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "failure.h"
+
 #include "exit-record.h"
 
 struct boxd_config;
@@ -61,6 +63,17 @@ struct exec_request {
 	char *id;           /* NULL: exec_start picks one (see exec_new_id) */
 };
 void exec_request_free(struct exec_request *request);
+/* Who the command runs as: `given` a name or a uid (NULL: the init's user,
+ * else boxd's --user, else root; a uid without an entry runs with the same
+ * gid and HOME=/). Fills the request's user, uid, gid, home and groups;
+ * false with a sentence in `error` when there is no such user. */
+bool exec_request_user(struct exec_request *request, const char *given, char *error,
+		       size_t error_size);
+/* Where it runs: `given` absolute, or relative to the work dir (NULL: the
+ * init's work dir, else boxd's). False with the failure (cwd_not_found,
+ * or bad_request for what is not a directory) and a sentence. */
+bool exec_request_cwd(struct exec_request *request, const char *given, enum failure *failure,
+		      char *error, size_t error_size);
 /* A fresh command id ("c_..." foreground, "b_..." background), for a caller
  * that must name a command before it starts (the X-Request-Id memory). */
 char *exec_new_id(bool background);
