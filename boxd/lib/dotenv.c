@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "secret-buffer.h"
 #include "xalloc.h"
 
 struct parser {
@@ -18,37 +19,13 @@ struct parser {
 	size_t error_size;
 };
 
-struct value_buf {
-	char *data;
-	size_t len;
-	size_t cap;
-};
-
-static void value_putc(struct value_buf *v, char c)
+/* A value as it is parsed: NUL-terminated, wiped as it grows. */
+static void value_putc(struct secret_buffer *v, char c)
 {
-	if (v->len + 2 > v->cap) {
-		size_t cap = v->cap * 2 + 64;
-		char *grown = xmalloc(cap);
-		if (v->len)
-			memcpy(grown, v->data, v->len);
-		if (v->data) {
-			explicit_bzero(v->data, v->cap);
-			free(v->data);
-		}
-		v->data = grown;
-		v->cap = cap;
-	}
-	v->data[v->len++] = c;
-	v->data[v->len] = '\0';
-}
-
-static void value_wipe(struct value_buf *v)
-{
-	if (v->data) {
-		explicit_bzero(v->data, v->cap);
-		free(v->data);
-	}
-	*v = (struct value_buf){ 0 };
+	if (v->length + 2 > v->capacity)
+		secret_buffer_reserve(v, v->capacity * 2 + 64);
+	v->data[v->length++] = c;
+	v->data[v->length] = '\0';
 }
 
 static bool fail(struct parser *p, const char *fmt, ...)
@@ -105,7 +82,7 @@ static bool is_name_char(int c, bool first)
 	return !first && ((c >= '0' && c <= '9') || c == '.' || c == '-');
 }
 
-static bool parse_quoted(struct parser *p, char quote, struct value_buf *v)
+static bool parse_quoted(struct parser *p, char quote, struct secret_buffer *v)
 {
 	int start_line = p->line;
 	p->at++;
@@ -143,25 +120,25 @@ static bool parse_quoted(struct parser *p, char quote, struct value_buf *v)
 	return true;
 }
 
-static void parse_unquoted(struct parser *p, struct value_buf *v)
+static void parse_unquoted(struct parser *p, struct secret_buffer *v)
 {
 	while (!at_line_end(p)) {
 		int c = peek(p);
-		if (c == '#' && (v->len == 0 || v->data[v->len - 1] == ' ' || v->data[v->len - 1] == '\t')) {
+		if (c == '#' && (v->length == 0 || v->data[v->length - 1] == ' ' || v->data[v->length - 1] == '\t')) {
 			skip_to_line_end(p);
 			break;
 		}
 		value_putc(v, (char)c);
 		p->at++;
 	}
-	while (v->len && (v->data[v->len - 1] == ' ' || v->data[v->len - 1] == '\t'))
-		v->data[--v->len] = '\0';
+	while (v->length && (v->data[v->length - 1] == ' ' || v->data[v->length - 1] == '\t'))
+		v->data[--v->length] = '\0';
 }
 
-static void env_set(struct dotenv *env, char *name, struct value_buf *v)
+static void env_set(struct dotenv *env, char *name, struct secret_buffer *v)
 {
 	char *value = v->data ? v->data : xstrdup("");
-	*v = (struct value_buf){ 0 };
+	*v = (struct secret_buffer){0};
 	for (size_t i = 0; i < env->count; i++)
 		if (strcmp(env->entries[i].name, name) == 0) {
 			explicit_bzero(env->entries[i].value, strlen(env->entries[i].value));
@@ -193,14 +170,14 @@ static bool parse_assignment(struct parser *p, struct dotenv *env)
 			    p->text + name_start);
 	p->at++;
 	skip_blanks(p);
-	struct value_buf v = { 0 };
+	struct secret_buffer v = { 0 };
 	bool ok = true;
 	if (peek(p) == '\'' || peek(p) == '"')
 		ok = parse_quoted(p, (char)peek(p), &v);
 	else
 		parse_unquoted(p, &v);
 	if (!ok) {
-		value_wipe(&v);
+		secret_buffer_wipe(&v);
 		return false;
 	}
 	env_set(env, xstrndup(p->text + name_start, name_len), &v);

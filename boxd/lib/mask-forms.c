@@ -8,45 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "secret-buffer.h"
 #include "xalloc.h"
 
-/* A growable byte string, wiped when freed (it holds secret material). */
-struct bytes {
-	char *data;
-	size_t len;
-	size_t cap;
-};
-
-static void bytes_put(struct bytes *b, const char *data, size_t len)
+/* The forms are built in growable byte strings wiped when freed (they
+ * hold secret material): struct secret_buffer. */
+static void bytes_put(struct secret_buffer *b, const char *data, size_t len)
 {
-	if (b->len + len > b->cap) {
-		size_t cap = (b->len + len) * 2 + 16;
-		char *grown = xmalloc(cap);
-		if (b->len)
-			memcpy(grown, b->data, b->len);
-		if (b->data) {
-			explicit_bzero(b->data, b->cap);
-			free(b->data);
-		}
-		b->data = grown;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
+	secret_buffer_append(b, data, len);
 }
 
-static void bytes_putc(struct bytes *b, char c)
+static void bytes_putc(struct secret_buffer *b, char c)
 {
 	bytes_put(b, &c, 1);
 }
 
-static void bytes_wipe(struct bytes *b)
+static void bytes_wipe(struct secret_buffer *b)
 {
-	if (b->data) {
-		explicit_bzero(b->data, b->cap);
-		free(b->data);
-	}
-	*b = (struct bytes){ 0 };
+	secret_buffer_wipe(b);
 }
 
 void mask_forms_init(struct mask_forms *forms)
@@ -55,24 +34,24 @@ void mask_forms_init(struct mask_forms *forms)
 }
 
 /* Takes ownership of b's buffer. */
-static void forms_take_as(struct mask_forms *forms, struct bytes *b, bool wraps)
+static void forms_take_as(struct mask_forms *forms, struct secret_buffer *b, bool wraps)
 {
 	if (forms->count == forms->cap) {
 		forms->cap = forms->cap ? forms->cap * 2 : 16;
 		forms->items = xrealloc(forms->items, forms->cap * sizeof *forms->items);
 	}
-	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->len, wraps };
-	*b = (struct bytes){ 0 };
+	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->length, wraps };
+	*b = (struct secret_buffer){0};
 }
 
-static void forms_take(struct mask_forms *forms, struct bytes *b)
+static void forms_take(struct mask_forms *forms, struct secret_buffer *b)
 {
 	forms_take_as(forms, b, false);
 }
 
 static void forms_copy(struct mask_forms *forms, const char *data, size_t len)
 {
-	struct bytes b = { 0 };
+	struct secret_buffer b = {0};
 	bytes_put(&b, data, len);
 	forms_take(forms, &b);
 }
@@ -86,7 +65,7 @@ static const char hex_lower[] = "0123456789abcdef";
  * for invalid UTF-8 when JSON_ASCII is asked. */
 enum json_style { JSON_ASCII = 1, JSON_SLASH = 2, JSON_HTML = 4 };
 
-static bool encode_json(struct bytes *out, const char *v, size_t len, int style)
+static bool encode_json(struct secret_buffer *out, const char *v, size_t len, int style)
 {
 	bool ascii = style & JSON_ASCII, slash = style & JSON_SLASH, html = style & JSON_HTML;
 	for (size_t i = 0; i < len; i++) {
@@ -153,7 +132,7 @@ enum url_style { URL_LOWER = 1, URL_PLUS = 2, URL_KEEP_SLASH = 4, URL_JS = 8 };
 
 /* Percent-encoding of everything but RFC 3986's unreserved characters, in
  * the flavours common encoders produce. */
-static void encode_url(struct bytes *out, const char *v, size_t len, enum url_style style)
+static void encode_url(struct secret_buffer *out, const char *v, size_t len, enum url_style style)
 {
 	const char *hex = style & URL_LOWER ? hex_lower : hex_upper;
 	for (size_t i = 0; i < len; i++) {
@@ -174,7 +153,7 @@ static void encode_url(struct bytes *out, const char *v, size_t len, enum url_st
 }
 
 /* Inside '...': a quote becomes '\'' (bash `set -x`, ${S@Q}, shlex.quote). */
-static void encode_shell_single(struct bytes *out, const char *v, size_t len)
+static void encode_shell_single(struct secret_buffer *out, const char *v, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		if (v[i] == '\'')
@@ -185,7 +164,7 @@ static void encode_shell_single(struct bytes *out, const char *v, size_t len)
 }
 
 /* Inside "...": \ " $ ` get a backslash (declare -p, export -p). */
-static void encode_shell_double(struct bytes *out, const char *v, size_t len)
+static void encode_shell_double(struct secret_buffer *out, const char *v, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		if (v[i] == '\\' || v[i] == '"' || v[i] == '$' || v[i] == '`')
@@ -197,7 +176,7 @@ static void encode_shell_double(struct bytes *out, const char *v, size_t len)
 /* The base64 characters that depend on the value alone when it sits `align`
  * bytes (0..2) past a 3-byte group boundary of a longer base64 stream: the
  * characters whose 6 bits all come from the value. */
-static void encode_base64_core(struct bytes *out, const char *v, size_t len,
+static void encode_base64_core(struct secret_buffer *out, const char *v, size_t len,
 			       int align, bool url_safe)
 {
 	const char *alphabet = url_safe ?
@@ -221,7 +200,7 @@ static void encode_base64_core(struct bytes *out, const char *v, size_t len,
  * they would start a word (so twice: the value as the whole argument, and
  * inside a longer one). Returns false (and nothing) when bash would write
  * $'...' instead. */
-static bool encode_shell_backslash(struct bytes *out, const char *v, size_t len, bool at_start)
+static bool encode_shell_backslash(struct secret_buffer *out, const char *v, size_t len, bool at_start)
 {
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)v[i];
@@ -251,7 +230,7 @@ enum escape_style {
 	ESC_UPPER = 32, ESC_ALL = 64,
 };
 
-static void encode_escaped(struct bytes *out, const char *v, size_t len, int style)
+static void encode_escaped(struct secret_buffer *out, const char *v, size_t len, int style)
 {
 	const char *hex = style & ESC_UPPER ? hex_upper : hex_lower;
 	for (size_t i = 0; i < len; i++) {
@@ -292,7 +271,7 @@ static void encode_escaped(struct bytes *out, const char *v, size_t len, int sty
 	}
 }
 
-static void encode_hex(struct bytes *out, const char *v, size_t len, const char *digits)
+static void encode_hex(struct secret_buffer *out, const char *v, size_t len, const char *digits)
 {
 	for (size_t i = 0; i < len; i++) {
 		char pair[2] = { digits[(unsigned char)v[i] >> 4], digits[(unsigned char)v[i] & 15] };
@@ -306,7 +285,7 @@ static void encode_hex(struct bytes *out, const char *v, size_t len, const char 
 
 static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
 {
-	struct bytes b = { 0 };
+	struct secret_buffer b = {0};
 	for (int at_start = 0; at_start < 2; at_start++) {
 		if (encode_shell_backslash(&b, v, len, at_start))
 			forms_take(forms, &b);
@@ -331,7 +310,7 @@ static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
  * tools' style), which xxd -p wraps at 60 columns. */
 static void add_hex(struct mask_forms *forms, const char *v, size_t len)
 {
-	struct bytes b = { 0 };
+	struct secret_buffer b = {0};
 	encode_hex(&b, v, len, hex_lower);
 	forms_take_as(forms, &b, true);
 	encode_hex(&b, v, len, hex_upper);
@@ -340,7 +319,7 @@ static void add_hex(struct mask_forms *forms, const char *v, size_t len)
 
 static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 {
-	struct bytes b = { 0 };
+	struct secret_buffer b = {0};
 	forms_copy(forms, v, len);
 	add_escapes(forms, v, len);
 	add_hex(forms, v, len);
@@ -366,7 +345,7 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
  * wrapping forms, matched with line ends between their characters. */
 static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 {
-	struct bytes b = { 0 };
+	struct secret_buffer b = {0};
 	for (int align = 0; align < 3; align++)
 		for (int url_safe = 0; url_safe < 2; url_safe++) {
 			encode_base64_core(&b, v, len, align, url_safe);
@@ -382,7 +361,7 @@ void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t le
 		return;
 	}
 	/* Line-end variants: \n as \r\n, \r\n as \n, without trailing line ends. */
-	struct bytes crlf = { 0 }, lf = { 0 };
+	struct secret_buffer crlf = {0}, lf = {0};
 	bool has_lone_lf = false, has_crlf = false;
 	for (size_t i = 0; i < len; i++) {
 		if (value[i] == '\n' && (i == 0 || value[i - 1] != '\r')) {
@@ -402,9 +381,9 @@ void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t le
 	add_encodings(forms, value, len);
 	add_base64(forms, value, len);
 	if (has_lone_lf)
-		add_encodings(forms, crlf.data, crlf.len);
+		add_encodings(forms, crlf.data, crlf.length);
 	if (has_crlf)
-		add_encodings(forms, lf.data, lf.len);
+		add_encodings(forms, lf.data, lf.length);
 	if (trimmed < len && trimmed > 0) {
 		add_encodings(forms, value, trimmed);
 		add_base64(forms, value, trimmed);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "secret-buffer.h"
 #include "xalloc.h"
 
 /* The 4-gram bitmap grows with the forms so it stays mostly empty (at most
@@ -88,9 +89,8 @@ struct mask_scan {
 struct mask_stream {
 	struct mask_set *set;
 	struct mask_scan scan;
-	char *buf;		/* held bytes; buf[0] is the first undecided start */
-	size_t len;
-	size_t cap;
+	/* The held bytes; held.data[0] is the first undecided start. */
+	struct secret_buffer held;
 };
 
 static inline uint32_t load32(const char *p)
@@ -578,17 +578,7 @@ done:
 
 static void stream_reserve(struct mask_stream *stream, size_t need)
 {
-	if (stream->cap >= need)
-		return;
-	char *grown = xmalloc(need);
-	if (stream->len)
-		memcpy(grown, stream->buf, stream->len);
-	if (stream->buf) {
-		explicit_bzero(stream->buf, stream->cap);
-		free(stream->buf);
-	}
-	stream->buf = grown;
-	stream->cap = need;
+	secret_buffer_reserve(&stream->held, need);
 }
 
 struct mask_stream *mask_stream_new(struct mask_set *set,
@@ -602,17 +592,17 @@ struct mask_stream *mask_stream_new(struct mask_set *set,
 
 static void stream_process(struct mask_stream *stream, bool final)
 {
-	if (stream->len == 0)
+	if (stream->held.length == 0)
 		return;
-	size_t stop = scan_run(&stream->scan, stream->buf, stream->len, final);
-	memmove(stream->buf, stream->buf + stop, stream->len - stop);
-	stream->len -= stop;
+	size_t stop = scan_run(&stream->scan, stream->held.data, stream->held.length, final);
+	memmove(stream->held.data, stream->held.data + stop, stream->held.length - stop);
+	stream->held.length -= stop;
 	stream->scan.base += stop;
 }
 
 void mask_stream_feed(struct mask_stream *stream, const char *data, size_t len)
 {
-	if (stream->set->count == 0 && stream->len == 0) {
+	if (stream->set->count == 0 && stream->held.length == 0) {
 		if (len)
 			stream->scan.output(stream->scan.ctx, data, len);
 		stream->scan.base += len;
@@ -621,11 +611,11 @@ void mask_stream_feed(struct mask_stream *stream, const char *data, size_t len)
 	}
 	stream_reserve(stream, stream->set->max_span + STREAM_SLAB);
 	while (len > 0) {
-		size_t n = stream->cap - stream->len;
+		size_t n = stream->held.capacity - stream->held.length;
 		if (n > len)
 			n = len;
-		memcpy(stream->buf + stream->len, data, n);
-		stream->len += n;
+		memcpy(stream->held.data + stream->held.length, data, n);
+		stream->held.length += n;
 		data += n;
 		len -= n;
 		stream_process(stream, false);
@@ -649,17 +639,14 @@ void mask_stream_set_values(struct mask_stream *stream, struct mask_set *set)
 
 size_t mask_stream_pending(const struct mask_stream *stream)
 {
-	return stream->len;
+	return stream->held.length;
 }
 
 void mask_stream_free(struct mask_stream *stream)
 {
 	if (!stream)
 		return;
-	if (stream->buf) {
-		explicit_bzero(stream->buf, stream->cap);
-		free(stream->buf);
-	}
+	secret_buffer_wipe(&stream->held);
 	mask_set_unref(stream->set);
 	free(stream);
 }
