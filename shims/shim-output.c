@@ -202,20 +202,16 @@ static void capture_text_free(struct capture_text *t)
 static void capture_save(struct shim *shim, const struct shim_capture *c, const char *name)
 {
 	char *path = xasprintf("%s/%s", shim->spec.state_dir, name);
-	char *temporary = xasprintf("%s.tmp", path);
-	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = io_replace_open(path, 0600);
 	if (fd >= 0) {
 		struct capture_text t;
 		capture_text(shim, c, &t);
-		io_write_all(fd, t.head, t.head_length);
-		if (t.marker)
-			io_write_all(fd, t.marker, strlen(t.marker));
-		io_write_all(fd, t.tail, t.tail_length);
+		bool ok = io_write_all(fd, t.head, t.head_length) &&
+			  (!t.marker || io_write_all(fd, t.marker, strlen(t.marker))) &&
+			  io_write_all(fd, t.tail, t.tail_length);
 		capture_text_free(&t);
-		close(fd);
-		rename(temporary, path);
+		io_replace_commit(fd, path, ok, 0);
 	}
-	free(temporary);
 	free(path);
 }
 

@@ -1,17 +1,12 @@
 /* api-secrets.c: PUT/GET /v1/secrets and PUT /v1/env/{service}. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "api.h"
 #include "router.h"
-#include "config.h"
 #include "dotenv.h"
-#include "io.h"
 #include "secrets.h"
 #include "steps.h"
 #include "xalloc.h"
@@ -99,53 +94,6 @@ static bool valid_service(const char *service)
 	return true;
 }
 
-static bool make_dir(const char *path, mode_t mode)
-{
-	return mkdir(path, mode) == 0 || errno == EEXIST;
-}
-
-/* Writes `path` whole or not at all: a temp file in the same directory,
- * mode 0600 from its creation, renamed over the old one. False with errno
- * set when it cannot. */
-static bool write_private_file(const char *dir, const char *path, const void *data, size_t len)
-{
-	char *temp = xasprintf("%s/.env-%d.tmp", dir, (int)getpid());
-	int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	bool ok = fd >= 0 && io_write_all(fd, data, len);
-	ok = ok && fchmod(fd, 0600) == 0 && fsync(fd) == 0;
-	int error = errno;
-	if (fd >= 0 && close(fd) != 0 && ok) {
-		ok = false;
-		error = errno;
-	}
-	if (ok && rename(temp, path) != 0) {
-		ok = false;
-		error = errno;
-	}
-	if (!ok)
-		unlink(temp);
-	free(temp);
-	errno = error;
-	return ok;
-}
-
-/* The settings are written: they join the masked set, and the answer. */
-static cJSON *env_applied(const char *service, const char *path, const char *text, size_t len)
-{
-	char error[512];
-	cJSON *names = secrets_apply_env(service, text, len, error, sizeof error);
-	cJSON *answer = cJSON_CreateObject();
-	/* Masked like everything boxd returns (a service may be named after a
-	 * value). */
-	char *shown = secrets_mask_text(path);
-	cJSON_AddStringToObject(answer, "path", shown);
-	free(shown);
-	cJSON_AddItemToObject(answer, "names", names ? names : cJSON_CreateArray());
-	steps_add("env", "wrote the settings of %s (%d names)", service,
-		  names ? cJSON_GetArraySize(names) : 0);
-	return answer;
-}
-
 /* The body holds the values: every answer goes only after it is wiped (an
  * answer frees the request, body included). */
 static void handle_put_env(struct api_request *req)
@@ -168,28 +116,24 @@ static void handle_put_env(struct api_request *req)
 	}
 	dotenv_free(&env);
 
-	const char *work = api_config()->work_dir;
-	char *sbx = xasprintf("%s/.sbx", work);
-	char *dir = xasprintf("%s/.sbx/env", work);
-	char *path = xasprintf("%s/%s.env", dir, service);
-	cJSON *answer = NULL;
-	const char *failed = NULL;
-	if (!make_dir(sbx, 0755) || !make_dir(dir, 0700))
-		failed = dir;
-	else if (!write_private_file(dir, path, text, len))
-		failed = path;
-	else
-		answer = env_applied(service, path, text, len);
+	cJSON *names = NULL;
+	char *path = secrets_write_env(service, text, len, &names, error, sizeof error);
 	int write_error = errno;
 	wipe_request(req, NULL);
-	if (answer)
-		api_reply_json(req, 200, answer);
-	else
-		api_reply_write_failed(req, write_error, "cannot %s %s", failed == dir ? "create" : "write",
-				       failed);
+	if (!path) {
+		api_reply_write_failed(req, write_error, "%s", error);
+		return;
+	}
+	steps_add("env", "wrote the settings of %s (%d names)", service, cJSON_GetArraySize(names));
+	cJSON *answer = cJSON_CreateObject();
+	/* Masked like everything boxd returns (a service may be named after a
+	 * value). */
+	char *shown = secrets_mask_text(path);
+	cJSON_AddStringToObject(answer, "path", shown);
+	free(shown);
+	cJSON_AddItemToObject(answer, "names", names);
+	api_reply_json(req, 200, answer);
 	free(path);
-	free(dir);
-	free(sbx);
 }
 
 const struct api_route api_secrets_routes[] = {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "io.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -44,29 +45,21 @@ static bool store_write(const struct request_id_entry *entry, const void *body, 
 	if (!store_dir)
 		return false;
 	char *path = store_path(entry->id);
-	char *temporary = xasprintf("%s/.tmp-%s", store_dir, entry->id);
-	FILE *file = fopen(temporary, "we");
-	bool ok = file != NULL;
+	int fd = io_replace_open(path, 0600);
+	bool ok = fd >= 0;
 	if (ok) {
 		int64_t finished_at =
 			entry->done ? clock_now_ms() - (clock_monotonic_ms() - entry->finished_ms) : 0;
-		fprintf(file, "%s\n%s\n%s\n%d\n%lld\n%lld\n%s\n%s\n", STORE_MAGIC, entry->target,
-			state_name(entry), entry->status, (long long)entry->started_at,
-			(long long)finished_at, entry->content_type ? entry->content_type : "-",
-			entry->resource ? entry->resource : "-");
-		if (length)
-			fwrite(body, 1, length, file);
-		ok = !ferror(file);
-		ok = fclose(file) == 0 && ok;
+		ok = dprintf(fd, "%s\n%s\n%s\n%d\n%lld\n%lld\n%s\n%s\n", STORE_MAGIC, entry->target,
+			     state_name(entry), entry->status, (long long)entry->started_at,
+			     (long long)finished_at, entry->content_type ? entry->content_type : "-",
+			     entry->resource ? entry->resource : "-") > 0 &&
+		     (!length || io_write_all(fd, body, length));
+		ok = io_replace_commit(fd, path, ok, 0);
 	}
-	if (ok)
-		ok = rename(temporary, path) == 0;
-	if (!ok) {
+	if (!ok)
 		log_msg(LOG_LEVEL_WARNING, "cannot keep X-Request-Id %s in %s (%s): a repeat after a restart of boxd would not find it",
 			entry->id, store_dir, strerror(errno));
-		unlink(temporary);
-	}
-	free(temporary);
 	free(path);
 	return ok;
 }
@@ -364,11 +357,13 @@ bool request_ids_open(const char *dir, int64_t now_ms)
 	size_t count = 0;
 	struct dirent *item;
 	while ((item = readdir(directory))) {
-		if (item->d_name[0] == '.') {
-			if (strncmp(item->d_name, ".tmp-", 5) == 0)
-				unlinkat(dirfd(directory), item->d_name, 0); /* a write a crash cut */
+		size_t name_length = strlen(item->d_name);
+		if (name_length > 4 && !strcmp(item->d_name + name_length - 4, ".tmp")) {
+			unlinkat(dirfd(directory), item->d_name, 0); /* a write a crash cut */
 			continue;
 		}
+		if (item->d_name[0] == '.')
+			continue;
 		struct request_id_entry *entry = request_ids_valid(item->d_name)
 							 ? load_entry(item->d_name, now_ms) : NULL;
 		if (!entry)

@@ -60,45 +60,13 @@ bool fields_write_fd(const struct fields_writer *writer, int fd)
 	return io_write_all(fd, writer->data, writer->length);
 }
 
-/* The directory holding `path` made durable: a renamed entry survives a
- * power cut only once its directory is. */
-static void sync_directory(const char *path)
-{
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	int fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 static bool write_file(const struct fields_writer *writer, const char *path, bool durable)
 {
-	char temporary[PATH_MAX];
-	if (snprintf(temporary, sizeof temporary, "%s.tmp", path) >= (int)sizeof temporary) {
-		errno = ENAMETOOLONG;
-		return false;
-	}
-	int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = io_replace_open(path, 0600);
 	if (fd < 0)
 		return false;
-	bool ok = fields_write_fd(writer, fd) && (!durable || fdatasync(fd) == 0);
-	int saved = errno;
-	close(fd);
-	if (ok && rename(temporary, path) == 0) {
-		if (durable)
-			sync_directory(path);
-		return true;
-	}
-	saved = ok ? errno : saved;
-	unlink(temporary);
-	errno = saved;
-	return false;
+	return io_replace_commit(fd, path, fields_write_fd(writer, fd),
+				 durable ? IO_REPLACE_DURABLE : 0);
 }
 
 bool fields_write_file(const struct fields_writer *writer, const char *path)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "io.h"
 
 /* Field `index` of /proc/PID/stat counted after the command name (which may
  * hold spaces and parentheses): 0 is the state, 2 the process group, 19 the
@@ -116,24 +117,15 @@ bool protected_add_in(const char *dir, pid_t pid, const char *cgroup)
 {
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return false;
-	char home[PATH_MAX], path[PATH_MAX], staged[PATH_MAX];
+	char home[PATH_MAX], path[PATH_MAX], entry[PATH_MAX + 32];
 	if (cgroup)
 		snprintf(home, sizeof home, "%s", cgroup);
 	else
 		protected_cgroup_of(pid, home, sizeof home);
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
-	snprintf(staged, sizeof staged, "%s/.%d.new", dir, (int)pid);
-	FILE *file = fopen(staged, "we");
-	if (!file)
-		return false;
-	fprintf(file, "%" PRIu64 " %s\n", protected_start_time(pid), home);
-	bool ok = !ferror(file);
-	ok = fclose(file) == 0 && ok;
-	if (ok)
-		ok = rename(staged, path) == 0;
-	if (!ok)
-		unlink(staged);
-	return ok;
+	int length = snprintf(entry, sizeof entry, "%" PRIu64 " %s\n", protected_start_time(pid), home);
+	return length > 0 && length < (int)sizeof entry &&
+	       io_replace_file(path, entry, (size_t)length, 0600, 0);
 }
 
 void protected_remove(const char *dir, pid_t pid)

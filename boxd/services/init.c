@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "dotenv.h"
 #include "health.h"
+#include "io.h"
 #include "log.h"
 #include "report.h"
 #include "secrets.h"
@@ -210,16 +211,9 @@ static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 {
 	size_t length;
 	char *text = read_file(hosts_path, &length);
-	char *staged = xasprintf("%s.boxd-new", hosts_path);
-	FILE *out = fopen(staged, "we");
-	if (!out) {
-		int saved = errno;
-		free(text);
-		free(staged);
-		text_fail(error, size, "cannot write %s: %s", hosts_path, strerror(saved));
-		errno = saved;
-		return false;
-	}
+	char *data = NULL;
+	size_t data_length = 0;
+	FILE *out = open_memstream(&data, &data_length);
 	strip_block(text, out);
 	if (hosts->child) {
 		fprintf(out, "%s\n", HOSTS_BEGIN);
@@ -227,28 +221,17 @@ static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 			fprintf(out, "%s\t%s\n", item->valuestring, item->string);
 		fprintf(out, "%s\n", HOSTS_END);
 	}
-	fchmod(fileno(out), 0644);
-	bool ok = !ferror(out);
-	int saved = errno;
-	if (fclose(out) != 0 && ok) {
-		ok = false;
-		saved = errno;
-	}
-	/* Atomic: a reader sees the old file or the new one, never half. */
-	if (ok && rename(staged, hosts_path) != 0) {
-		ok = false;
-		saved = errno;
-	}
+	fclose(out);
 	free(text);
+	/* Whole: a reader sees the old file or the new one, never half. */
+	bool ok = io_replace_file(hosts_path, data, data_length, 0644, 0);
+	int saved = errno;
+	free(data);
 	if (!ok) {
-		unlink(staged);
-		free(staged);
 		text_fail(error, size, "cannot replace %s: %s", hosts_path, strerror(saved));
 		errno = saved;
-		return false;
 	}
-	free(staged);
-	return true;
+	return ok;
 }
 
 /* ---- the clock ---- */
@@ -271,16 +254,9 @@ static bool set_clock(int64_t unix_ms, char *error, size_t size)
 static void save_state(void)
 {
 	char *text = cJSON_PrintUnformatted(state);
-	char *staged = xasprintf("%s.new", state_path);
-	int fd = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-	if (fd >= 0)
-		ok = close(fd) == 0 && ok;
-	if (!ok || rename(staged, state_path) != 0) {
-		log_msg(LOG_LEVEL_WARNING, "cannot keep the init settings in %s: %s", state_path, strerror(errno));
-		unlink(staged);
-	}
-	free(staged);
+	if (!io_replace_file(state_path, text, strlen(text), 0600, 0))
+		log_msg(LOG_LEVEL_WARNING, "cannot keep the init settings in %s: %s", state_path,
+			strerror(errno));
 	cJSON_free(text);
 }
 

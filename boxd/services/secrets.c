@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include "health.h"
 #include "keyring.h"
 #include "log.h"
+#include "io.h"
 #include "redact.h"
 #include "text.h"
 #include "xalloc.h"
@@ -42,6 +44,7 @@ struct service_values {
 static struct locked secret_pairs;	/* the PUT set */
 static struct service_values *services;
 static char *keyring_name;
+static char *env_work_dir; /* WORK: the env files are under WORK/.sbx/env */
 
 #define MAX_LISTENERS 8
 static struct {
@@ -309,6 +312,34 @@ cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
 	return names;
 }
 
+static bool make_dir(const char *path, mode_t mode)
+{
+	return mkdir(path, mode) == 0 || errno == EEXIST;
+}
+
+char *secrets_write_env(const char *service, const char *text, size_t len, cJSON **names,
+			char *error, size_t error_size)
+{
+	char *dir = xasprintf("%s/.sbx/env", env_work_dir);
+	char *path = xasprintf("%s/%s.env", dir, service);
+	char *sbx = xasprintf("%s/.sbx", env_work_dir);
+	bool made = make_dir(sbx, 0755) && make_dir(dir, 0700);
+	free(sbx);
+	if (!made || !io_replace_file(path, text, len, 0600, IO_REPLACE_DURABLE)) {
+		int saved = errno;
+		text_fail(error, error_size, "cannot %s %s", made ? "write" : "create", made ? path : dir);
+		free(dir);
+		free(path);
+		errno = saved;
+		return NULL;
+	}
+	free(dir);
+	*names = secrets_apply_env(service, text, len, error, error_size);
+	if (!*names)
+		*names = cJSON_CreateArray();
+	return path;
+}
+
 /* Settings written before a restart are masked again. */
 static void load_env_files(const char *work_dir)
 {
@@ -380,6 +411,8 @@ static void contribute_health(cJSON *health)
 
 void secrets_init(const char *run_dir, const char *work_dir)
 {
+	free(env_work_dir);
+	env_work_dir = xstrdup(work_dir);
 	/* No core dump, no ptrace by other users, no /proc/PID/mem reads. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	struct rlimit no_core = { 0, 0 };

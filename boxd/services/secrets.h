@@ -45,6 +45,14 @@ void secrets_set_service_values(const char *service, const char *const *values, 
 cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
 			 char *error, size_t error_size);
 
+/* Writes WORK/.sbx/env/<service>.env (0600, whole or not at all, on disk
+ * before it returns) with the dotenv `text`, then applies it
+ * (secrets_apply_env): the path written (caller frees), and its names in
+ * *names. NULL with errno set and a sentence naming the path when the file
+ * cannot be written. `service` is a safe file name (the caller checks). */
+char *secrets_write_env(const char *service, const char *text, size_t len, cJSON **names,
+			char *error, size_t error_size);
+
 /* `text` masked, as a new string (caller frees). */
 char *secrets_mask_text(const char *text);
 
