@@ -36,11 +36,11 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "fd-passing.h"
 #include "exit-record.h"
 #include "fields.h"
 #include "protected.h"
@@ -176,7 +176,7 @@ static void set_exit_notice(struct shim *shim, const struct exit_record *record)
 /* Writes STATE_DIR/exit; on failure the record in the notice says why. */
 static bool write_exit_file(struct shim *shim, struct exit_record *record)
 {
-	char *path = state_path(shim, "exit");
+	char *path = state_path(shim, SHIM_STATE_EXIT);
 	bool written = exit_record_write(record, path);
 	if (!written) {
 		/* A full disk, say. boxd would take a missing record for a shim
@@ -470,7 +470,8 @@ static bool write_meta(struct shim *shim, const struct shim_meta *meta)
 		struct fields_writer w = {0};
 		w.data = shim_meta_format(meta, &length);
 		w.length = w.capacity = length;
-		bool ok = fields_write_into(&w, p->meta_fd, p->state_fd, "meta.tmp", "meta");
+		bool ok = fields_write_into(&w, p->meta_fd, p->state_fd,
+					    SHIM_STATE_TEMPORARY(SHIM_STATE_META), SHIM_STATE_META);
 		int saved = errno;
 		fields_writer_free(&w);
 		close(p->meta_fd);
@@ -481,7 +482,7 @@ static bool write_meta(struct shim *shim, const struct shim_meta *meta)
 		if (errno != ENOENT) /* meta.tmp removed from outside: the slow way */
 			return false;
 	}
-	char *path = state_path(shim, "meta");
+	char *path = state_path(shim, SHIM_STATE_META);
 	bool written = shim_meta_write(meta, path);
 	free(path);
 	return written;
@@ -560,48 +561,13 @@ static bool start(struct shim *shim)
 	return written;
 }
 
-/* A message on the channel, whole (its type byte first), and the one
- * descriptor it may carry (else -1). NULL at the end. */
-static char *channel_receive(int channel, size_t *length, int *fd)
-{
-	*fd = -1;
-	for (;;) {
-		ssize_t size = recv(channel, NULL, 0, MSG_PEEK | MSG_TRUNC);
-		if (size < 0 && errno == EINTR)
-			continue;
-		if (size <= 0 || size > (1 << 20))
-			return NULL;
-		char *data = xmalloc((size_t)size + 1);
-		struct iovec part = {data, (size_t)size};
-		union {
-			char space[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} control;
-		struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-					 .msg_control = control.space,
-					 .msg_controllen = sizeof control.space};
-		ssize_t n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
-		if (n == size) {
-			struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-			if (header && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS)
-				memcpy(fd, CMSG_DATA(header), sizeof *fd);
-			data[n] = '\0';
-			*length = (size_t)n;
-			return data;
-		}
-		free(data);
-		if (!(n < 0 && errno == EINTR))
-			return NULL;
-	}
-}
-
 /* A spare: preparation, then the spec. False when boxd went away first. */
 static bool spare_wait(struct shim *shim)
 {
 	char error[512];
 	size_t length;
 	int seed_socket;
-	char *message = channel_receive(shim->channel, &length, &seed_socket);
+	char *message = fd_passing_receive_message(shim->channel, 1 << 20, &length, &seed_socket);
 	if (!message)
 		return false; /* boxd went away before it needed this spare */
 	bool ok = message[0] == SHIM_MSG_PREPARE &&
@@ -614,7 +580,7 @@ static bool spare_wait(struct shim *shim)
 	if (!shim->prep.error)
 		seed_start(shim); /* last: it needs everything else made */
 	char tag = 0;
-	int fd = receive_fd(shim->channel, &tag);
+	int fd = fd_passing_receive(shim->channel, &tag);
 	if (fd < 0) {
 		prepare_discard(shim);
 		return false;
@@ -659,7 +625,7 @@ static bool legacy_wait(struct shim *shim)
 	bool spare = fstat(STDIN_FILENO, &input) == 0 && S_ISSOCK(input.st_mode);
 	if (spare) {
 		detach();
-		int spec = receive_fd(STDIN_FILENO, NULL);
+		int spec = fd_passing_receive(STDIN_FILENO, NULL);
 		if (spec < 0)
 			return false; /* boxd went away before it needed this spare */
 		dup2(spec, STDIN_FILENO);

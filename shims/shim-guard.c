@@ -179,33 +179,6 @@ bool guard_channel_renew(int ends[2])
 	return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) == 0;
 }
 
-int receive_fd(int channel, char *tag)
-{
-	char byte;
-	struct iovec part = {&byte, 1};
-	union {
-		char space[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
-	/* The child either sends the fd or fails (and closes its end). */
-	ssize_t n;
-	do
-		n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n != 1)
-		return -1;
-	if (tag)
-		*tag = byte;
-	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-	if (!header || header->cmsg_type != SCM_RIGHTS)
-		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(header), sizeof fd);
-	return fd;
-}
-
 static bool is_protected(const struct shim *shim, long pid)
 {
 	if (pid <= 0)

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "fd-passing.h"
 #include "protected.h"
 #include "shim.h"
 
@@ -38,7 +39,7 @@ bool maker_run(int *channel, void **guard_filter)
 	void *filter = guard_prepare();
 	protected_warm();
 	for (;;) {
-		int fd = receive_fd(control, NULL);
+		int fd = fd_passing_receive(control, NULL);
 		if (fd < 0)
 			return false; /* boxd is gone */
 		pid_t pid = fork();

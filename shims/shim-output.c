@@ -258,7 +258,7 @@ bool output_captures(struct shim *shim, size_t limit, char *texts[2], size_t len
 void output_save_captures(struct shim *shim)
 {
 	if (shim->spec.max_output_bytes) {
-		capture_save(shim, &shim->out.capture, "stdout");
-		capture_save(shim, &shim->err.capture, "stderr");
+		capture_save(shim, &shim->out.capture, SHIM_STATE_STDOUT);
+		capture_save(shim, &shim->err.capture, SHIM_STATE_STDERR);
 	}
 }

@@ -34,6 +34,7 @@
 
 #include "protected.h"
 #include "shim.h"
+#include "shim-protocol.h"
 #include "xalloc.h"
 
 static void prepare_fail(struct shim *shim, const char *code, const char *fmt, ...)
@@ -96,7 +97,8 @@ static void prepare_state_dir(struct shim *shim)
 		/* Made empty now, filled and renamed into place at the start
 		 * (fields_write_into). The exit record needs no such thing: a
 		 * foreground command's goes to boxd first (boxd-shim.c). */
-		p->meta_fd = openat(p->state_fd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		p->meta_fd = openat(p->state_fd, SHIM_STATE_TEMPORARY(SHIM_STATE_META),
+				    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	}
 	char error[512];
 	if (!socket_listen(shim, error, sizeof error))
@@ -226,7 +228,7 @@ void prepare_discard(struct shim *shim)
 		close_fd(fds[i]);
 	close_fd(&shim->listen_fd);
 	if (p->state_fd >= 0) {
-		const char *names[] = {"meta.tmp", "sock"};
+		const char *names[] = {SHIM_STATE_TEMPORARY(SHIM_STATE_META), SHIM_STATE_SOCKET};
 		for (size_t i = 0; i < 2; i++)
 			unlinkat(p->state_fd, names[i], 0);
 		close_fd(&p->state_fd);

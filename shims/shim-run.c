@@ -24,6 +24,7 @@
 #include <linux/sched.h>
 
 #include "clock.h"
+#include "fd-passing.h"
 #include "protected.h"
 #include "shim-protocol.h"
 #include "shim.h"
@@ -213,7 +214,7 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 	 * seed waits, its listener waits in the shim's channel until the start. */
 	bool guarded = guard_install(p->guard[1], p->guard_filter);
 	char tag = 0;
-	int spec_fd = receive_fd(socket, &tag);
+	int spec_fd = fd_passing_receive(socket, &tag);
 	if (spec_fd < 0 || tag != SHIM_MSG_SPEC || getppid() != shim_pid)
 		_exit(0); /* boxd went away, gave the command to the shim alone, or the shim died */
 	close(socket);
@@ -359,7 +360,7 @@ static void nudge(const struct shim *shim, pid_t pid)
 static void watch_read(struct start_watch *w, const struct pollfd ready[2])
 {
 	if (ready[0].revents) {
-		w->listener = receive_fd(w->guard, NULL);
+		w->listener = fd_passing_receive(w->guard, NULL);
 		if (w->listener >= 0)
 			fcntl(w->listener, F_SETFL, O_NONBLOCK);
 		watch_close(&w->guard); /* one listener; nothing else comes */

@@ -24,7 +24,7 @@
 bool socket_listen(struct shim *shim, char *error, size_t error_size)
 {
 	struct sockaddr_un address = {.sun_family = AF_UNIX};
-	int n = snprintf(address.sun_path, sizeof address.sun_path, "%s/sock",
+	int n = snprintf(address.sun_path, sizeof address.sun_path, "%s/" SHIM_STATE_SOCKET,
 			 shim->spec.state_dir);
 	int dir = -1;
 	if (n >= (int)sizeof address.sun_path) {

@@ -200,9 +200,6 @@ bool guard_install(int channel, const void *filter);
  * child's) with a new one, so that nothing sent on the old one (a dropped
  * seed's listener) is received. False when no new pair can be made. */
 bool guard_channel_renew(int ends[2]);
-/* Receives one descriptor (SCM_RIGHTS) from `channel`; -1 at its end. The
- * message's one byte goes to *tag when tag is not NULL. */
-int receive_fd(int channel, char *tag);
 /* The signals a shim ignores (boxd-shim.c); its command gets them back. */
 extern const int shim_ignored_signals[];
 extern const size_t shim_ignored_signal_count;

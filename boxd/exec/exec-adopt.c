@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "exec-internal.h"
 #include "log.h"
+#include "shim-protocol.h"
 #include "xalloc.h"
 
 static char *disk_dir; /* WORK/.sbx/procs */
@@ -49,7 +50,7 @@ void exec_disk_keep_start(const struct exec_job *job)
 	/* On disk at once: the work dir's copy exists for a power cut, which
 	 * otherwise finds the file named but empty (delayed allocation). Only
 	 * background commands pay it, and only at their start and end. */
-	char *path = disk_path(job->id, "meta");
+	char *path = disk_path(job->id, SHIM_STATE_META);
 	shim_meta_write_durable(&job->meta, path); /* best effort: a full disk loses only this */
 	free(path);
 }
@@ -58,7 +59,7 @@ void exec_disk_keep_end(const struct exec_job *job)
 {
 	if (!disk_dir || !job->meta.background)
 		return;
-	char *path = disk_path(job->id, "exit");
+	char *path = disk_path(job->id, SHIM_STATE_EXIT);
 	exit_record_write_durable(&job->exit, path);
 	free(path);
 }
@@ -67,7 +68,7 @@ void exec_disk_forget(const char *id)
 {
 	if (!disk_dir)
 		return;
-	const char *suffixes[] = {"meta", "exit"};
+	const char *suffixes[] = {SHIM_STATE_META, SHIM_STATE_EXIT};
 	for (size_t i = 0; i < 2; i++) {
 		char *path = disk_path(id, suffixes[i]);
 		unlink(path);
@@ -79,7 +80,7 @@ void exec_disk_forget(const char *id)
  * box went down (a reboot, a power cut) after it started. */
 static void adopt_from_disk(const char *id)
 {
-	char *meta_path = disk_path(id, "meta"), *exit_path = disk_path(id, "exit");
+	char *meta_path = disk_path(id, SHIM_STATE_META), *exit_path = disk_path(id, SHIM_STATE_EXIT);
 	struct shim_meta meta;
 	if (!shim_meta_read(&meta, meta_path) || strcmp(meta.id, id) != 0) {
 		unlink(meta_path);
@@ -136,7 +137,7 @@ static void adopt_disk(void)
 static void adopt_one(const char *id)
 {
 	struct shim_meta meta;
-	char *path = exec_state_path(id, "meta");
+	char *path = exec_state_path(id, SHIM_STATE_META);
 	bool known = shim_meta_read(&meta, path);
 	free(path);
 	if (!known || strcmp(meta.id, id) != 0) {
@@ -154,7 +155,7 @@ static void adopt_one(const char *id)
 	if (fd >= 0) {
 		/* Running (or lingering after its exit): follow it again. */
 		exec_job_monitor(job, fd);
-		char *exit_path = exec_state_path(id, "exit");
+		char *exit_path = exec_state_path(id, SHIM_STATE_EXIT);
 		bool ended = access(exit_path, F_OK) == 0;
 		free(exit_path);
 		if (ended)

@@ -7,6 +7,7 @@
 #include "fields.h"
 #include "redact.h"
 #include "utf8.h"
+#include "shim-protocol.h"
 #include "xalloc.h"
 
 static void add_nullable(cJSON *object, const char *name, int64_t value)
@@ -22,12 +23,13 @@ static void add_nullable(cJSON *object, const char *name, int64_t value)
  * a file of its own (big ones, and a shim from before the channel's). */
 static void add_capture(cJSON *object, struct exec_job *job, int which)
 {
-	const char *name = which ? "stderr" : "stdout";
+	const char *file = which ? SHIM_STATE_STDERR : SHIM_STATE_STDOUT;
+	const char *field = which ? "stderr" : "stdout";
 	const char *bytes = job->exit.captures[which];
 	size_t length = job->exit.capture_lengths[which];
 	char *data = NULL;
 	if (!bytes && job->exit.has_captures) {
-		char *path = exec_state_path(job->id, "exit");
+		char *path = exec_state_path(job->id, SHIM_STATE_EXIT);
 		struct exit_record record;
 		if (exit_record_read(&record, path)) {
 			data = record.captures[which];
@@ -37,14 +39,14 @@ static void add_capture(cJSON *object, struct exec_job *job, int which)
 		exit_record_free(&record);
 		free(path);
 	} else if (!bytes) {
-		char *path = exec_state_path(job->id, name);
+		char *path = exec_state_path(job->id, file);
 		data = fields_read_file(path, 256u << 20, &length);
 		free(path);
 	}
 	if (data)
 		bytes = data;
 	char *text = utf8_sanitize(bytes ? bytes : "", bytes ? length : 0, NULL);
-	cJSON_AddStringToObject(object, name, text);
+	cJSON_AddStringToObject(object, field, text);
 	free(text);
 	free(data);
 }

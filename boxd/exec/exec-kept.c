@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "clock.h"
+#include "shim-protocol.h"
 
 /* Ended jobs of one kind in the order they ended, with what they hold. */
 struct ended_queue {
@@ -63,7 +64,7 @@ static uint64_t captured_bytes(const struct exec_job *job)
 		return job->exit.capture_lengths[0] + job->exit.capture_lengths[1];
 	const char *id = job->id;
 	uint64_t total = 0;
-	const char *names[] = {"stdout", "stderr"};
+	const char *names[] = {SHIM_STATE_STDOUT, SHIM_STATE_STDERR};
 	for (int i = 0; i < 2; i++) {
 		char *path = exec_state_path(id, names[i]);
 		struct stat info;

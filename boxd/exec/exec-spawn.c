@@ -37,7 +37,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -233,21 +232,11 @@ static bool send_prepare(int channel, const char *id, int seed)
 	size_t length;
 	char *fields = shim_spec_format(&spec, &length);
 	shim_spec_free(&spec);
-	char type = SHIM_MSG_PREPARE;
-	struct iovec parts[2] = {{&type, 1}, {fields, length}};
-	union {
-		char space[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	memset(&control, 0, sizeof control);
-	struct msghdr message = {.msg_iov = parts, .msg_iovlen = 2,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
-	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
-	header->cmsg_level = SOL_SOCKET;
-	header->cmsg_type = SCM_RIGHTS;
-	header->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(header), &seed, sizeof seed);
-	bool sent = sendmsg(channel, &message, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)length + 1;
+	char *message = xmalloc(length + 1);
+	message[0] = SHIM_MSG_PREPARE;
+	memcpy(message + 1, fields, length);
+	bool sent = fd_passing_send_message(channel, seed, message, length + 1, MSG_DONTWAIT);
+	free(message);
 	free(fields);
 	return sent;
 }

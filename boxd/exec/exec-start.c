@@ -228,7 +228,7 @@ static void complete_meta(struct exec_job *job, const char *request_cmd)
 {
 	if (job->meta.cmd)
 		return;
-	char *path = exec_state_path(job->id, "meta");
+	char *path = exec_state_path(job->id, SHIM_STATE_META);
 	struct shim_meta written;
 	if (shim_meta_read(&written, path) && written.cmd) {
 		job->meta.cmd = written.cmd;

@@ -113,8 +113,11 @@ void exec_remove_state_dir(const char *id)
 {
 	/* Every file a shim writes there, and the NAME.tmp each is written
 	 * under first (fields_write_file renames it into place). */
-	static const char *const names[] = {"meta", "exit", "stdout", "stderr", "sock", "meta.tmp",
-					    "exit.tmp", "stdout.tmp", "stderr.tmp"};
+	static const char *const names[] = {
+		SHIM_STATE_META, SHIM_STATE_EXIT, SHIM_STATE_STDOUT, SHIM_STATE_STDERR, SHIM_STATE_SOCKET,
+		SHIM_STATE_TEMPORARY(SHIM_STATE_META), SHIM_STATE_TEMPORARY(SHIM_STATE_EXIT),
+		SHIM_STATE_TEMPORARY(SHIM_STATE_STDOUT), SHIM_STATE_TEMPORARY(SHIM_STATE_STDERR),
+	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *path = exec_state_path(id, names[i]);
 		unlink(path);
@@ -294,7 +297,7 @@ void exec_job_exit_notice(struct exec_job *job, const char *record, size_t lengt
 	 * not be written). */
 	bool known = length && exit_record_parse(&job->exit, record, length);
 	if (!known) {
-		char *path = exec_state_path(job->id, "exit");
+		char *path = exec_state_path(job->id, SHIM_STATE_EXIT);
 		known = exit_record_read(&job->exit, path);
 		free(path);
 	}
@@ -334,7 +337,7 @@ void exec_job_lost(struct exec_job *job)
 			  "processes were stopped and its output may be incomplete"),
 	};
 	/* Best effort: the end is kept in memory whether or not this lands. */
-	char *path = exec_state_path(job->id, "exit");
+	char *path = exec_state_path(job->id, SHIM_STATE_EXIT);
 	exit_record_write(&job->exit, path);
 	free(path);
 	log_msg(LOG_LEVEL_WARNING, "the shim of %s ended without recording an exit%s", job->id,
@@ -347,7 +350,7 @@ void exec_job_lost(struct exec_job *job)
 int exec_connect(struct exec_job *job)
 {
 	struct sockaddr_un address = {.sun_family = AF_UNIX};
-	char *path = exec_state_path(job->id, "sock");
+	char *path = exec_state_path(job->id, SHIM_STATE_SOCKET);
 	int dir = -1;
 	if (snprintf(address.sun_path, sizeof address.sun_path, "%s", path) >=
 	    (int)sizeof address.sun_path) {
@@ -376,7 +379,7 @@ static void settle_record(struct exec_job *job)
 {
 	if (job->state != EXEC_ENDED || !job->exit.has_captures || !job->exit.captures[0])
 		return;
-	char *path = exec_state_path(job->id, "exit");
+	char *path = exec_state_path(job->id, SHIM_STATE_EXIT);
 	if (access(path, F_OK) != 0 && errno == ENOENT && !exit_record_write(&job->exit, path))
 		log_msg(LOG_LEVEL_WARNING, "cannot write the exit record of %s: %s", job->id,
 			strerror(errno));

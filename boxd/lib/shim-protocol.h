@@ -62,4 +62,16 @@ enum shim_message {
 /* Largest message; output is sent in pieces of at most this less one byte. */
 #define SHIM_MESSAGE_MAX 65536
 
+/* The files of a command's state dir (RUN_DIR/procs/<id>/, docs/exec.md),
+ * written by its shim and read by boxd, each first as NAME.tmp
+ * (io_replace_open); META and EXIT are also what boxd keeps of a background
+ * command in the work dir (exec-adopt.c). */
+#define SHIM_STATE_META "meta"
+#define SHIM_STATE_EXIT "exit"
+#define SHIM_STATE_STDOUT "stdout"
+#define SHIM_STATE_STDERR "stderr"
+#define SHIM_STATE_SOCKET "sock"
+/* The temporary each is written to before it is renamed into place. */
+#define SHIM_STATE_TEMPORARY(name) name ".tmp"
+
 #endif
