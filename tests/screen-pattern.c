@@ -53,6 +53,18 @@ static void pattern_draw(Display *display, Window window, GC gc, int width, int 
 	}
 }
 
+/* One frame of the moving square. */
+static void animate_step(Display *display, Window window, GC gc, int width, int step,
+			 unsigned long red, unsigned long white)
+{
+	int x = 20 + (step * 8) % (width - 80);
+	XSetForeground(display, gc, white);
+	XFillRectangle(display, window, gc, 0, 700, (unsigned)width, 40);
+	XSetForeground(display, gc, red);
+	XFillRectangle(display, window, gc, x, 700, 40, 40);
+	XSync(display, False);
+}
+
 int main(int argc, char **argv)
 {
 	int fps = argc > 2 && strcmp(argv[1], "--animate") == 0 ? atoi(argv[2]) : 0;
@@ -114,15 +126,13 @@ int main(int argc, char **argv)
 	}
 	unsigned long red = pattern_colour(display, 255, 0, 0);
 	unsigned long white = pattern_colour(display, 255, 255, 255);
-	for (int step = 0; fps > 0; step++) {
-		int x = 20 + (step * 8) % (width - 80);
-		XSetForeground(display, gc, white);
-		XFillRectangle(display, window, gc, 0, 700, (unsigned)width, 40);
-		XSetForeground(display, gc, red);
-		XFillRectangle(display, window, gc, x, 700, 40, 40);
-		XSync(display, False);
+	/* --animate: moves until it is killed; else on to the events below. */
+	if (fps > 0) {
 		struct timespec pause = { 0, 1000000000L / fps };
-		nanosleep(&pause, NULL);
+		for (int step = 0;; step++) {
+			animate_step(display, window, gc, width, step, red, white);
+			nanosleep(&pause, NULL);
+		}
 	}
 	for (;;) {
 		XNextEvent(display, &event);

@@ -47,10 +47,11 @@ static char *keyring_name;
 static char *env_work_dir; /* WORK: the env files are under WORK/.sbx/env */
 
 #define MAX_LISTENERS 8
-static struct {
+struct listener {
 	void (*fn)(void *ctx);
 	void *ctx;
-} listeners[MAX_LISTENERS];
+};
+static struct listener listeners[MAX_LISTENERS];
 static int listener_count;
 
 static struct mask_set *current_set;
@@ -111,7 +112,7 @@ void secrets_foreach_masked(void (*fn)(const char *value, void *ctx), void *ctx)
 void secrets_on_change(void (*fn)(void *ctx), void *ctx)
 {
 	if (listener_count < MAX_LISTENERS)
-		listeners[listener_count++] = (typeof(listeners[0])){ fn, ctx };
+		listeners[listener_count++] = (struct listener){fn, ctx};
 }
 
 struct value_list {
