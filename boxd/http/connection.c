@@ -1,4 +1,4 @@
-#include "connection.h"
+#include "connection-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,22 +23,14 @@
 #include "log.h"
 #include "xalloc.h"
 
-/* The socket is read into at most this much before reading pauses: a body
- * its consumer has not taken yet (BODY_INPUT_HIGH), or else a head and a
- * little more (pipelined requests waiting their turn), so a connection
- * whose request runs long holds no more than that of what it sends. */
-#define BODY_INPUT_HIGH (256u << 10)
-#define HEAD_INPUT_HIGH (HTTP_HEAD_LIMIT + (4u << 10))
+/* The most one read from the socket takes. */
 #define READ_SIZE (256u << 10)
 /* A stream's producer hears `drained` once the socket has taken this much. */
 #define STREAM_LOW (64u << 10)
 /* Pipelined requests are not started while this much of earlier answers waits. */
 #define OUTPUT_HIGH (1u << 20)
-/* A body or an answer this big leaves free memory worth handing back (a
- * 2 MB JSON array parses into 80 MB of small nodes). */
-#define HEAVY_BYTES (64u << 10)
-/* The heap goes back this long after such a request: a burst of them is
- * trimmed once, and an idle boxd has no timer at all. */
+/* The heap goes back this long after a request of HEAVY_BYTES or more: a
+ * burst of them is trimmed once, and an idle boxd has no timer at all. */
 #define TRIM_DELAY_MS 300
 /* After an answer that left the body unread (413, an early error), what
  * still comes is read and dropped for a moment before the close, so a
@@ -59,57 +51,6 @@
 #define DRAIN_BYTES (1ull << 30)
 #define DRAIN_IDLE_SEC 10
 #define DRAIN_TOTAL_MS (120 * 1000)
-/* What one turn of the loop drops before other connections get theirs. */
-#define DRAIN_TURN_BYTES (1u << 20)
-
-enum conn_state {
-	WAIT_HEAD, /* between requests, or in a head */
-	READ_BODY, /* a buffered body, before the request runs */
-	RUNNING,   /* the request runs (and may stream its body into an fd) */
-	CLOSING,   /* the last answer goes out, then the connection closes */
-};
-
-struct http_conn {
-	struct bufferevent *bev;
-	int fd;
-	enum conn_state state;
-	struct event *timer; /* idle, head deadline, body stall */
-	struct event *later; /* continues after an answer, outside the caller's stack */
-	int busy;            /* inside one of its callbacks: freeing waits */
-	bool dead;
-	bool head_started;   /* the timer is the head's deadline */
-	bool peer_done;      /* the peer sent EOF (it may still read: half-close) */
-	/* the request */
-	struct api_request *req;
-	bool is_head_method, keep_alive, expect_continue, continue_sent;
-	int minor_version;
-	enum http_body_kind body_kind;
-	uint64_t body_left; /* Content-Length bodies */
-	struct http_chunked chunked;
-	bool body_done;
-	bool streams_body;     /* the route takes its body as a stream (API_STREAM_BODY) */
-	struct evbuffer *body; /* READ_BODY: what arrived */
-	size_t body_limit;
-	/* a body streamed into an fd */
-	int sink_fd;
-	struct event *sink_event;
-	void (*sink_done)(void *arg, bool complete, int error);
-	void *sink_arg;
-	int sink_error;
-	bool sink_is_pipe; /* the socket splices into it, no copy through boxd */
-	bool no_splice;    /* the socket cannot splice (vsock): read and write */
-	/* the answer */
-	bool streaming, stream_chunked, close_after;
-	bool lingering;  /* CLOSING: dropping the rest of an unread body */
-	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
-	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
-	uint64_t streamed; /* of a streamed answer so far */
-	uint64_t discarded;
-	int64_t drain_deadline_ms;
-	void (*drained)(void *arg);
-	void *drained_arg;
-	struct http_conn *prev, *next;
-};
 
 static struct event_base *loop;
 static struct event *trim_timer;

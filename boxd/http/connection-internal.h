@@ -1,0 +1,79 @@
+/* connection-internal.h: what the files of one connection share and
+ * nothing else includes: the connection itself, its states and the limits
+ * more than one of them applies. The router's face is connection.h. */
+#ifndef BOXD_CONNECTION_INTERNAL_H
+#define BOXD_CONNECTION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "connection.h"
+#include "http-parser.h"
+
+struct bufferevent;
+struct event;
+struct evbuffer;
+
+/* The socket is read into at most this much before reading pauses: a body
+ * its consumer has not taken yet (BODY_INPUT_HIGH), or else a head and a
+ * little more (pipelined requests waiting their turn), so a connection
+ * whose request runs long holds no more than that of what it sends. */
+#define BODY_INPUT_HIGH (256u << 10)
+#define HEAD_INPUT_HIGH (HTTP_HEAD_LIMIT + (4u << 10))
+/* A body or an answer this big leaves free memory worth handing back (a
+ * 2 MB JSON array parses into 80 MB of small nodes). */
+#define HEAVY_BYTES (64u << 10)
+/* What one turn of the loop drops before other connections get theirs. */
+#define DRAIN_TURN_BYTES (1u << 20)
+
+enum conn_state {
+	WAIT_HEAD, /* between requests, or in a head */
+	READ_BODY, /* a buffered body, before the request runs */
+	RUNNING,   /* the request runs (and may stream its body into an fd) */
+	CLOSING,   /* the last answer goes out, then the connection closes */
+};
+
+struct http_conn {
+	struct bufferevent *bev;
+	int fd;
+	enum conn_state state;
+	struct event *timer; /* idle, head deadline, body stall */
+	struct event *later; /* continues after an answer, outside the caller's stack */
+	int busy;            /* inside one of its callbacks: freeing waits */
+	bool dead;
+	bool head_started;   /* the timer is the head's deadline */
+	bool peer_done;      /* the peer sent EOF (it may still read: half-close) */
+	/* the request */
+	struct api_request *req;
+	bool is_head_method, keep_alive, expect_continue, continue_sent;
+	int minor_version;
+	enum http_body_kind body_kind;
+	uint64_t body_left; /* Content-Length bodies */
+	struct http_chunked chunked;
+	bool body_done;
+	bool streams_body;     /* the route takes its body as a stream (API_STREAM_BODY) */
+	struct evbuffer *body; /* READ_BODY: what arrived */
+	size_t body_limit;
+	/* a body streamed into an fd */
+	int sink_fd;
+	struct event *sink_event;
+	void (*sink_done)(void *arg, bool complete, int error);
+	void *sink_arg;
+	int sink_error;
+	bool sink_is_pipe; /* the socket splices into it, no copy through boxd */
+	bool no_splice;    /* the socket cannot splice (vsock): read and write */
+	/* the answer */
+	bool streaming, stream_chunked, close_after;
+	bool lingering;  /* CLOSING: dropping the rest of an unread body */
+	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
+	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
+	uint64_t streamed; /* of a streamed answer so far */
+	uint64_t discarded;
+	int64_t drain_deadline_ms;
+	void (*drained)(void *arg);
+	void *drained_arg;
+	struct http_conn *prev, *next;
+};
+
+#endif
