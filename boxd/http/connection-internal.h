@@ -1,6 +1,7 @@
 /* connection-internal.h: what the files of one connection share and
- * nothing else includes: the connection itself, its states and the limits
- * more than one of them applies. The router's face is connection.h. */
+ * nothing else includes: the connection itself, its states, the limits
+ * more than one of them applies and their calls into each other. The
+ * router's face is connection.h. */
 #ifndef BOXD_CONNECTION_INTERNAL_H
 #define BOXD_CONNECTION_INTERNAL_H
 
@@ -12,6 +13,7 @@
 #include "http-parser.h"
 
 struct bufferevent;
+struct event_base;
 struct event;
 struct evbuffer;
 
@@ -75,5 +77,55 @@ struct http_conn {
 	void *drained_arg;
 	struct http_conn *prev, *next;
 };
+
+/* What http_conn_setup was given: the loop, the router, --idle-timeout. */
+struct event_base *conn_loop(void);
+const struct http_conn_router *conn_router(void);
+int conn_idle_timeout(void);
+
+/* Frees now, or when the callback running on it returns (conn_leave). */
+void conn_free(struct http_conn *conn);
+void conn_enter(struct http_conn *conn);
+void conn_leave(struct http_conn *conn);
+/* The connection goes on with what it has (conn_process) on its next turn
+ * of the loop, outside the caller's stack. */
+void conn_later_soon(struct http_conn *conn);
+void conn_arm_timer(struct http_conn *conn, int seconds);
+/* The heap's free pages go back to the system in a moment, once. */
+void conn_trim_soon(void);
+
+/* Writes what the output holds now, without waiting for a turn of the loop. */
+void conn_send_now(struct http_conn *conn);
+/* An error of the connection's own, before any route: JSON, then close. */
+void conn_refuse(struct http_conn *conn, int status, const char *message);
+
+enum pump {
+	PUMP_MORE,    /* wants more from the socket */
+	PUMP_DONE,
+	PUMP_BLOCKED, /* the sink fd is full */
+	PUMP_ERROR,   /* malformed chunked framing */
+	PUMP_TOO_LARGE,
+	PUMP_SINK_FAILED,
+};
+
+/* Moves body bytes from the socket's input to the body buffer, the sink,
+ * or (draining) nowhere. */
+enum pump conn_body_pump(struct http_conn *conn);
+/* Sends 100 Continue if the client waits for it. */
+void conn_send_continue(struct http_conn *conn);
+/* READ_BODY: gathers the body, then runs the request. */
+void conn_read_body(struct http_conn *conn);
+/* RUNNING: streams what has arrived into the sink fd. */
+void conn_sink_pump(struct http_conn *conn);
+/* Closes the sink fd and forgets it. */
+void conn_sink_stop(struct http_conn *conn);
+
+/* After an answer that left the body unread: drains a streamed body to its
+ * end while the answer waits, or else drops what comes for a moment. */
+void conn_linger(struct http_conn *conn);
+/* CLOSING: drops what has arrived of that body. */
+void conn_drop_unread(struct http_conn *conn);
+/* The end of that; an answer that waited goes. */
+void conn_stop_lingering(struct http_conn *conn);
 
 #endif

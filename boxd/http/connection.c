@@ -88,13 +88,27 @@ void http_conn_setup(struct event_base *base, int idle_sec, const struct http_co
 	connection_cap = cap_from_limit();
 }
 
-static void conn_process(struct http_conn *conn);
+struct event_base *conn_loop(void)
+{
+	return loop;
+}
+
+const struct http_conn_router *conn_router(void)
+{
+	return &router;
+}
+
+int conn_idle_timeout(void)
+{
+	return idle_timeout_sec;
+}
+
 static void conn_lost(struct http_conn *conn);
 
 /* ---- lifetime ---- */
 
 /* The sink's fd was taken over: closed here, once it is done with. */
-static void sink_stop(struct http_conn *conn)
+void conn_sink_stop(struct http_conn *conn)
 {
 	if (conn->sink_event)
 		event_free(conn->sink_event);
@@ -108,7 +122,7 @@ static void sink_stop(struct http_conn *conn)
 /* The free pages of the heap go back to the system in a moment, once:
  * glibc returns only the top of its heap by itself, and what a big request
  * freed below something still in use would stay resident for good. */
-static void trim_soon(void)
+void conn_trim_soon(void)
 {
 	if (trim_timer && !evtimer_pending(trim_timer, NULL)) {
 		struct timeval later = {0, TRIM_DELAY_MS * 1000};
@@ -122,19 +136,19 @@ static void maybe_trim(void)
 {
 	if (connection_count == 0 && connection_peak >= 256) {
 		connection_peak = 0;
-		trim_soon();
+		conn_trim_soon();
 	}
 }
 
 /* Frees now, or when the callback running on it returns. */
-static void conn_free(struct http_conn *conn)
+void conn_free(struct http_conn *conn)
 {
 	conn->dead = true;
 	if (conn->busy)
 		return;
 	if (conn->req)
 		conn_lost(conn);
-	sink_stop(conn);
+	conn_sink_stop(conn);
 	if (conn->prev)
 		conn->prev->next = conn->next;
 	else
@@ -151,13 +165,13 @@ static void conn_free(struct http_conn *conn)
 	maybe_trim();
 }
 
-static void conn_enter(struct http_conn *conn)
+void conn_enter(struct http_conn *conn)
 {
 	conn->busy++;
 }
 
 /* Leaves a callback: frees a connection that died during it. */
-static void conn_leave(struct http_conn *conn)
+void conn_leave(struct http_conn *conn)
 {
 	if (--conn->busy == 0 && conn->dead)
 		conn_free(conn);
@@ -169,17 +183,17 @@ static void conn_lost(struct http_conn *conn)
 {
 	struct api_request *req = conn->req;
 	conn->req = NULL;
-	sink_stop(conn);
+	conn_sink_stop(conn);
 	if (req)
 		router.lost(req);
 }
 
-static void later_soon(struct http_conn *conn)
+void conn_later_soon(struct http_conn *conn)
 {
 	event_active(conn->later, EV_TIMEOUT, 0);
 }
 
-static void arm_timer(struct http_conn *conn, int seconds)
+void conn_arm_timer(struct http_conn *conn, int seconds)
 {
 	struct timeval delay = {seconds, 0};
 	event_add(conn->timer, &delay);
@@ -252,23 +266,6 @@ static void decide_close(struct http_conn *conn)
 		conn->close_after = true;
 }
 
-/* An answer came before a streamed body ended: the rest is read through
- * its framing and dropped (DRAIN_*) while the answer waits, unless the
- * client waits for a 100 Continue it was not sent (it sends no body) or the
- * body's declared length passes the bound: then only the short linger. */
-static bool start_draining(struct http_conn *conn)
-{
-	if (!conn->streams_body || (conn->expect_continue && !conn->continue_sent) ||
-	    (conn->body_kind == HTTP_BODY_LENGTH && conn->body_left > DRAIN_BYTES))
-		return false;
-	conn->discarding = true;
-	conn->discarded = 0;
-	conn->drain_deadline_ms = clock_monotonic_ms() + DRAIN_TOTAL_MS;
-	bufferevent_disable(conn->bev, EV_WRITE); /* the answer waits */
-	arm_timer(conn, DRAIN_IDLE_SEC);
-	return true;
-}
-
 /* The answer is complete (queued): go on with the next request, or close. */
 static void answered(struct http_conn *conn)
 {
@@ -276,12 +273,12 @@ static void answered(struct http_conn *conn)
 	conn->streaming = false;
 	conn->drained = NULL;
 	if (conn->heavy || conn->streamed >= HEAVY_BYTES)
-		trim_soon(); /* the request is freed by then (right after this) */
+		conn_trim_soon(); /* the request is freed by then (right after this) */
 	conn->heavy = false;
 	conn->streamed = 0;
 	if (conn->sink_done) {
 		/* The handler answered before taking the whole body. */
-		sink_stop(conn);
+		conn_sink_stop(conn);
 		conn->close_after = true;
 	}
 	conn->state = conn->close_after ? CLOSING : WAIT_HEAD;
@@ -290,14 +287,13 @@ static void answered(struct http_conn *conn)
 		bufferevent_setwatermark(conn->bev, EV_READ, 0, 0);
 		conn->lingering = !conn->body_done && !conn->peer_done;
 		if (conn->lingering) {
-			if (!start_draining(conn))
-				arm_timer(conn, LINGER_SEC);
+			conn_linger(conn);
 		} else {
 			bufferevent_disable(conn->bev, EV_READ);
 			event_del(conn->timer);
 		}
 	}
-	later_soon(conn);
+	conn_later_soon(conn);
 }
 
 /* A whole answer goes to the socket at once: left to the bufferevent it
@@ -305,7 +301,7 @@ static void answered(struct http_conn *conn)
  * (epoll_ctl, epoll_wait) on every request while the socket almost always
  * has room. What does not fit is written by the bufferevent as before; an
  * error is left for it to meet and report (on_event). */
-static void send_now(struct http_conn *conn)
+void conn_send_now(struct http_conn *conn)
 {
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	if (!conn->dead && !conn->discarding && evbuffer_get_length(out) > 0)
@@ -324,7 +320,7 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers,
 	if (!conn->is_head_method && length)
 		evbuffer_add(out, body, length);
 	answered(conn);
-	send_now(conn);
+	conn_send_now(conn);
 }
 
 void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,
@@ -373,7 +369,7 @@ size_t http_conn_pending(struct http_conn *conn)
 }
 
 /* An error of the connection's own, before any route: JSON, then close. */
-static void refuse(struct http_conn *conn, int status, const char *message)
+void conn_refuse(struct http_conn *conn, int status, const char *message)
 {
 	conn->close_after = true;
 	conn->minor_version = 1;
@@ -391,15 +387,6 @@ static void refuse(struct http_conn *conn, int status, const char *message)
 }
 
 /* ---- bodies ---- */
-
-enum pump {
-	PUMP_MORE,    /* wants more from the socket */
-	PUMP_DONE,
-	PUMP_BLOCKED, /* the sink fd is full */
-	PUMP_ERROR,   /* malformed chunked framing */
-	PUMP_TOO_LARGE,
-	PUMP_SINK_FAILED,
-};
 
 /* Delivers `length` body bytes at the input's start. Returns how many were taken. */
 static ssize_t deliver(struct http_conn *conn, struct evbuffer *input, const char *data,
@@ -523,7 +510,7 @@ static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
 }
 
 /* Moves body bytes from the socket's input to the body buffer or the sink. */
-static enum pump body_pump(struct http_conn *conn)
+enum pump conn_body_pump(struct http_conn *conn)
 {
 	struct evbuffer *input = bufferevent_get_input(conn->bev);
 	enum pump result = PUMP_MORE;
@@ -575,7 +562,7 @@ static enum pump body_pump(struct http_conn *conn)
 	return PUMP_DONE;
 }
 
-static void send_continue(struct http_conn *conn)
+void conn_send_continue(struct http_conn *conn)
 {
 	if (conn->expect_continue && !conn->continue_sent && !conn->body_done) {
 		evbuffer_add(bufferevent_get_output(conn->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -586,9 +573,9 @@ static void send_continue(struct http_conn *conn)
 static void on_sink_writable(evutil_socket_t fd, short what, void *arg);
 
 /* Streams what has arrived into the sink; ends it, or waits for the fd. */
-static void sink_pump(struct http_conn *conn)
+void conn_sink_pump(struct http_conn *conn)
 {
-	enum pump result = body_pump(conn);
+	enum pump result = conn_body_pump(conn);
 	if (result == PUMP_BLOCKED) {
 		event_del(conn->timer); /* the consumer is slow, not the client */
 		event_add(conn->sink_event, NULL);
@@ -598,14 +585,14 @@ static void sink_pump(struct http_conn *conn)
 		if (conn->peer_done)
 			conn_free(conn); /* the rest of the body can no longer come */
 		else
-			arm_timer(conn, idle_timeout_sec);
+			conn_arm_timer(conn, conn_idle_timeout());
 		return;
 	}
 	event_del(conn->timer);
 	void (*done)(void *, bool, int) = conn->sink_done;
 	void *arg = conn->sink_arg;
 	int error = conn->sink_error;
-	sink_stop(conn);
+	conn_sink_stop(conn);
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	if (result == PUMP_DONE) {
 		done(arg, true, 0);
@@ -622,7 +609,7 @@ static void on_sink_writable(evutil_socket_t fd, short what, void *arg)
 	struct http_conn *conn = arg;
 	conn_enter(conn);
 	if (conn->sink_done)
-		sink_pump(conn);
+		conn_sink_pump(conn);
 	conn_leave(conn);
 }
 
@@ -634,34 +621,34 @@ void http_conn_body_to_fd(struct http_conn *conn, int fd,
 	conn->sink_arg = arg;
 	struct stat st;
 	conn->sink_is_pipe = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
-	conn->sink_event = event_new(loop, fd, EV_WRITE, on_sink_writable, conn);
+	conn->sink_event = event_new(conn_loop(), fd, EV_WRITE, on_sink_writable, conn);
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
-	send_continue(conn);
+	conn_send_continue(conn);
 	/* On the connection's next turn: done() never runs inside this call. */
-	later_soon(conn);
+	conn_later_soon(conn);
 }
 
 /* READ_BODY: gathers the body, then runs the request. */
-static void read_body(struct http_conn *conn)
+void conn_read_body(struct http_conn *conn)
 {
-	enum pump result = body_pump(conn);
+	enum pump result = conn_body_pump(conn);
 	if (result == PUMP_MORE) {
 		if (conn->peer_done)
 			conn_free(conn);
 		else
-			arm_timer(conn, idle_timeout_sec);
+			conn_arm_timer(conn, conn_idle_timeout());
 		return;
 	}
 	event_del(conn->timer);
 	struct api_request *req = conn->req;
 	if (result == PUMP_TOO_LARGE) {
 		conn->close_after = true;
-		router.too_large(req, 0);
+		conn_router()->too_large(req, 0);
 		return;
 	}
 	if (result == PUMP_ERROR) {
 		conn->close_after = true;
-		router.fail(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
+		conn_router()->fail(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
 		return;
 	}
 	struct evbuffer *body = conn->body;
@@ -670,11 +657,11 @@ static void read_body(struct http_conn *conn)
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
 	bool heavy = evbuffer_get_length(body) >= HEAVY_BYTES;
 	conn->heavy = conn->heavy || heavy;
-	router.run(req, body);
+	conn_router()->run(req, body);
 	/* Also now: a handler that answers much later (a foreground command)
 	 * has let the body go already (api_body_release). */
 	if (heavy)
-		trim_soon();
+		conn_trim_soon();
 }
 
 /* ---- heads ---- */
@@ -711,8 +698,8 @@ static void start_request(struct http_conn *conn, struct http_head *head)
 	conn->state = READ_BODY;
 	conn->body = evbuffer_new();
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
-	send_continue(conn);
-	read_body(conn);
+	conn_send_continue(conn);
+	conn_read_body(conn);
 }
 
 /* The peer sent all it will: what is still to send goes, then the end. */
@@ -745,18 +732,18 @@ static void read_head(struct http_conn *conn)
 		}
 		if (conn->head_started || !evtimer_pending(conn->timer, NULL)) {
 			conn->head_started = false;
-			arm_timer(conn, idle_timeout_sec);
+			conn_arm_timer(conn, idle_timeout_sec);
 		}
 		return;
 	}
 	if (!conn->head_started) {
 		conn->head_started = true;
-		arm_timer(conn, head_timeout());
+		conn_arm_timer(conn, head_timeout());
 	}
 	struct evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, NULL);
 	size_t head_length = end.pos >= 0 ? (size_t)end.pos + 4 : 0;
 	if (head_length > HTTP_HEAD_LIMIT || (!head_length && length > HTTP_HEAD_LIMIT)) {
-		refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
+		conn_refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
 		return;
 	}
 	if (!head_length) {
@@ -772,14 +759,41 @@ static void read_head(struct http_conn *conn)
 	conn->head_started = false;
 	event_del(conn->timer);
 	if (status) {
-		refuse(conn, status, why);
+		conn_refuse(conn, status, why);
 		return;
 	}
 	start_request(conn, &head);
 }
 
+/* ---- after an early answer: lingering, draining ---- */
+
+/* An answer came before a streamed body ended: the rest is read through
+ * its framing and dropped (DRAIN_*) while the answer waits, unless the
+ * client waits for a 100 Continue it was not sent (it sends no body) or the
+ * body's declared length passes the bound: then only the short linger. */
+static bool start_draining(struct http_conn *conn)
+{
+	if (!conn->streams_body || (conn->expect_continue && !conn->continue_sent) ||
+	    (conn->body_kind == HTTP_BODY_LENGTH && conn->body_left > DRAIN_BYTES))
+		return false;
+	conn->discarding = true;
+	conn->discarded = 0;
+	conn->drain_deadline_ms = clock_monotonic_ms() + DRAIN_TOTAL_MS;
+	bufferevent_disable(conn->bev, EV_WRITE); /* the answer waits */
+	conn_arm_timer(conn, DRAIN_IDLE_SEC);
+	return true;
+}
+
+/* The answer left the body unread: a streamed body is drained to its end
+ * while the answer waits, else what comes is dropped for LINGER_SEC. */
+void conn_linger(struct http_conn *conn)
+{
+	if (!start_draining(conn))
+		conn_arm_timer(conn, LINGER_SEC);
+}
+
 /* The end of what is read before the close; an answer that waited goes. */
-static void stop_lingering(struct http_conn *conn)
+void conn_stop_lingering(struct http_conn *conn)
 {
 	conn->lingering = false;
 	bufferevent_disable(conn->bev, EV_READ);
@@ -787,7 +801,7 @@ static void stop_lingering(struct http_conn *conn)
 	if (conn->discarding) {
 		conn->discarding = false;
 		bufferevent_enable(conn->bev, EV_WRITE);
-		send_now(conn);
+		conn_send_now(conn);
 	}
 }
 
@@ -796,7 +810,7 @@ static void drain_rearm(struct http_conn *conn)
 {
 	int64_t left = conn->drain_deadline_ms - clock_monotonic_ms();
 	if (left <= 0) {
-		stop_lingering(conn);
+		conn_stop_lingering(conn);
 		return;
 	}
 	if (left > DRAIN_IDLE_SEC * 1000)
@@ -810,15 +824,29 @@ static void drain_rearm(struct http_conn *conn)
 static void drain_body(struct http_conn *conn)
 {
 	uint64_t before = conn->discarded;
-	enum pump result = body_pump(conn);
+	enum pump result = conn_body_pump(conn);
 	if (result != PUMP_MORE || conn->discarded > DRAIN_BYTES) {
-		stop_lingering(conn);
+		conn_stop_lingering(conn);
 		return;
 	}
 	if (conn->discarded > before)
 		drain_rearm(conn);
 	if (conn->discarded - before >= DRAIN_TURN_BYTES)
-		later_soon(conn); /* more may wait in the input, with the socket quiet */
+		conn_later_soon(conn); /* more may wait in the input, with the socket quiet */
+}
+
+/* CLOSING: drops what has arrived of a body the answer left unread. */
+void conn_drop_unread(struct http_conn *conn)
+{
+	if (conn->discarding) {
+		drain_body(conn);
+	} else if (conn->lingering) {
+		struct evbuffer *input = bufferevent_get_input(conn->bev);
+		conn->discarded += evbuffer_get_length(input);
+		evbuffer_drain(input, evbuffer_get_length(input));
+		if (conn->discarded > LINGER_BYTES)
+			conn_stop_lingering(conn);
+	}
 }
 
 /* Does what the connection's state calls for with what has arrived. An
@@ -835,22 +863,14 @@ static void conn_process(struct http_conn *conn)
 		read_head(conn);
 		break;
 	case READ_BODY:
-		read_body(conn);
+		conn_read_body(conn);
 		break;
 	case RUNNING:
 		if (conn->sink_done)
-			sink_pump(conn);
+			conn_sink_pump(conn);
 		break;
 	case CLOSING:
-		if (conn->discarding) {
-			drain_body(conn);
-		} else if (conn->lingering) {
-			struct evbuffer *input = bufferevent_get_input(conn->bev);
-			conn->discarded += evbuffer_get_length(input);
-			evbuffer_drain(input, evbuffer_get_length(input));
-			if (conn->discarded > LINGER_BYTES)
-				stop_lingering(conn);
-		}
+		conn_drop_unread(conn);
 		if (!conn->lingering && http_conn_pending(conn) == 0)
 			conn_free(conn);
 		break;
@@ -906,7 +926,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		if (conn->state == WAIT_HEAD) {
 			conn_process(conn);
 		} else if (conn->state == CLOSING) {
-			stop_lingering(conn);
+			conn_stop_lingering(conn);
 			if (peer_fully_closed(conn->fd) || http_conn_pending(conn) == 0)
 				conn_free(conn);
 		} else if (peer_fully_closed(conn->fd)) {
@@ -925,11 +945,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	struct http_conn *conn = arg;
 	conn_enter(conn);
 	if (conn->state == CLOSING) {
-		stop_lingering(conn);
+		conn_stop_lingering(conn);
 		if (http_conn_pending(conn) == 0)
 			conn_free(conn);
 	} else if (conn->state == WAIT_HEAD && conn->head_started) {
-		refuse(conn, 408, "the request's head did not arrive in time");
+		conn_refuse(conn, 408, "the request's head did not arrive in time");
 	} else if (conn->state == READ_BODY) {
 		conn->close_after = true;
 		char why[96];
@@ -995,7 +1015,7 @@ void http_conn_accept(int fd)
 	struct timeval write_limit = {idle_timeout_sec, 0};
 	bufferevent_set_timeouts(conn->bev, NULL, &write_limit);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
-	arm_timer(conn, idle_timeout_sec);
+	conn_arm_timer(conn, idle_timeout_sec);
 }
 
 void http_conn_close_all(void)
