@@ -1,4 +1,5 @@
-/* connection-internal.h: what the files of one connection share and
+/* connection-internal.h: what the files of one connection (connection.c,
+ * connection-answer.c, connection-body.c, connection-drain.c) share and
  * nothing else includes: the connection itself, its states, the limits
  * more than one of them applies and their calls into each other. The
  * router's face is connection.h. */
@@ -13,8 +14,8 @@
 #include "http-parser.h"
 
 struct bufferevent;
-struct event_base;
 struct event;
+struct event_base;
 struct evbuffer;
 
 /* The socket is read into at most this much before reading pauses: a body
@@ -78,7 +79,7 @@ struct http_conn {
 	struct http_conn *prev, *next;
 };
 
-/* What http_conn_setup was given: the loop, the router, --idle-timeout. */
+/* connection.c: what http_conn_setup was given: the loop, the router, --idle-timeout. */
 struct event_base *conn_loop(void);
 const struct http_conn_router *conn_router(void);
 int conn_idle_timeout(void);
@@ -94,11 +95,12 @@ void conn_arm_timer(struct http_conn *conn, int seconds);
 /* The heap's free pages go back to the system in a moment, once. */
 void conn_trim_soon(void);
 
-/* Writes what the output holds now, without waiting for a turn of the loop. */
+/* connection-answer.c: writes what the output holds now, without waiting for a turn of the loop. */
 void conn_send_now(struct http_conn *conn);
 /* An error of the connection's own, before any route: JSON, then close. */
 void conn_refuse(struct http_conn *conn, int status, const char *message);
 
+/* connection-body.c */
 enum pump {
 	PUMP_MORE,    /* wants more from the socket */
 	PUMP_DONE,
@@ -120,7 +122,7 @@ void conn_sink_pump(struct http_conn *conn);
 /* Closes the sink fd and forgets it. */
 void conn_sink_stop(struct http_conn *conn);
 
-/* After an answer that left the body unread: drains a streamed body to its
+/* connection-drain.c: after an answer that left the body unread, drains a streamed body to its
  * end while the answer waits, or else drops what comes for a moment. */
 void conn_linger(struct http_conn *conn);
 /* CLOSING: drops what has arrived of that body. */
