@@ -70,6 +70,29 @@ static void body_taken(struct http_conn *conn, size_t length)
 	}
 }
 
+/* Reads what the socket has, up to `length`, and writes all of it into the
+ * sink fd; returns as direct() does. */
+static ssize_t read_into_sink(struct http_conn *conn, char *buffer, size_t length,
+			      enum pump *result)
+{
+	ssize_t got = read(conn->fd, buffer, length);
+	if (got <= 0)
+		return 0; /* nothing now, or the end: the bufferevent sees it too */
+	body_taken(conn, (size_t)got);
+	for (ssize_t done = 0; done < got;) {
+		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
+		if (wrote < 0 && errno == EINTR)
+			continue;
+		if (wrote <= 0) {
+			conn->sink_error = wrote < 0 ? errno : EIO;
+			*result = PUMP_SINK_FAILED;
+			return -1;
+		}
+		done += wrote;
+	}
+	return got;
+}
+
 /* With nothing buffered, body data goes from the socket to the sink fd
  * directly: spliced into a pipe (the archive worker's stdin), or read in
  * big pieces for a file (or to be dropped), instead of libevent's 4 KiB
@@ -122,22 +145,7 @@ static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
 		if (want > PIPE_BUF)
 			want = PIPE_BUF;
 	}
-	ssize_t got = read(conn->fd, buffer, (size_t)want);
-	if (got <= 0)
-		return 0; /* nothing now, or the end: the bufferevent sees it too */
-	body_taken(conn, (size_t)got);
-	for (ssize_t done = 0; done < got;) {
-		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0) {
-			conn->sink_error = wrote < 0 ? errno : EIO;
-			*result = PUMP_SINK_FAILED;
-			return -1;
-		}
-		done += wrote;
-	}
-	return got;
+	return read_into_sink(conn, buffer, (size_t)want, result);
 }
 
 /* Moves body bytes from the socket's input to the body buffer or the sink. */
