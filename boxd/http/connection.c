@@ -1,8 +1,12 @@
-#include "connection.h"
+/* connection.c: one HTTP/1.1 connection on its bufferevent, from accept
+ * (under the connection cap) to its free: its heads read and its requests
+ * started, the loop's callbacks (read, write, EOF or error, timers) turned
+ * into what its state calls for, and the heap handed back after heavy
+ * requests or many connections. Its answers are connection-answer.c's,
+ * its bodies connection-body.c's, and what it reads after an early answer
+ * connection-drain.c's. */
+#include "connection-internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -13,103 +17,22 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "failure.h"
 #include "http-errors.h"
 #include "http-parser.h"
 #include "log.h"
 #include "xalloc.h"
 
-/* The socket is read into at most this much before reading pauses: a body
- * its consumer has not taken yet (BODY_INPUT_HIGH), or else a head and a
- * little more (pipelined requests waiting their turn), so a connection
- * whose request runs long holds no more than that of what it sends. */
-#define BODY_INPUT_HIGH (256u << 10)
-#define HEAD_INPUT_HIGH (HTTP_HEAD_LIMIT + (4u << 10))
+/* The most one read from the socket takes. */
 #define READ_SIZE (256u << 10)
-/* A stream's producer hears `drained` once the socket has taken this much. */
-#define STREAM_LOW (64u << 10)
 /* Pipelined requests are not started while this much of earlier answers waits. */
 #define OUTPUT_HIGH (1u << 20)
-/* A body or an answer this big leaves free memory worth handing back (a
- * 2 MB JSON array parses into 80 MB of small nodes). */
-#define HEAVY_BYTES (64u << 10)
-/* The heap goes back this long after such a request: a burst of them is
- * trimmed once, and an idle boxd has no timer at all. */
+/* The heap goes back this long after a request of HEAVY_BYTES or more: a
+ * burst of them is trimmed once, and an idle boxd has no timer at all. */
 #define TRIM_DELAY_MS 300
-/* After an answer that left the body unread (413, an early error), what
- * still comes is read and dropped for a moment before the close, so a
- * client still writing its body reads the answer instead of failing its
- * write (as nginx's lingering close does). */
-#define LINGER_SEC 2
-#define LINGER_BYTES (16u << 20)
-/* A streamed body (an upload) answered early, refused at its first entry or
- * on a full disk, is read to its end and dropped instead, and the answer
- * waits for that end: the real sync client pipes tar into Node's fetch,
- * whose undici stops writing a body the moment a whole answer has come
- * (and closes), which leaves tar blocked on its output for good, and a
- * client that writes before it reads (Python's http.client) fails its write
- * when the connection closes under it. Bounded so a refused client holds
- * its connection only while it is sending: 1 GiB, 10 s without a byte,
- * 120 s in all (a 40 MB archive needs 0.3 MB/s to make it); then the
- * answer goes and the connection closes. */
-#define DRAIN_BYTES (1ull << 30)
-#define DRAIN_IDLE_SEC 10
-#define DRAIN_TOTAL_MS (120 * 1000)
-/* What one turn of the loop drops before other connections get theirs. */
-#define DRAIN_TURN_BYTES (1u << 20)
-
-enum conn_state {
-	WAIT_HEAD, /* between requests, or in a head */
-	READ_BODY, /* a buffered body, before the request runs */
-	RUNNING,   /* the request runs (and may stream its body into an fd) */
-	CLOSING,   /* the last answer goes out, then the connection closes */
-};
-
-struct http_conn {
-	struct bufferevent *bev;
-	int fd;
-	enum conn_state state;
-	struct event *timer; /* idle, head deadline, body stall */
-	struct event *later; /* continues after an answer, outside the caller's stack */
-	int busy;            /* inside one of its callbacks: freeing waits */
-	bool dead;
-	bool head_started;   /* the timer is the head's deadline */
-	bool peer_done;      /* the peer sent EOF (it may still read: half-close) */
-	/* the request */
-	struct api_request *req;
-	bool is_head_method, keep_alive, expect_continue, continue_sent;
-	int minor_version;
-	enum http_body_kind body_kind;
-	uint64_t body_left; /* Content-Length bodies */
-	struct http_chunked chunked;
-	bool body_done;
-	bool streams_body;     /* the route takes its body as a stream (API_STREAM_BODY) */
-	struct evbuffer *body; /* READ_BODY: what arrived */
-	size_t body_limit;
-	/* a body streamed into an fd */
-	int sink_fd;
-	struct event *sink_event;
-	void (*sink_done)(void *arg, bool complete, int error);
-	void *sink_arg;
-	int sink_error;
-	bool sink_is_pipe; /* the socket splices into it, no copy through boxd */
-	bool no_splice;    /* the socket cannot splice (vsock): read and write */
-	/* the answer */
-	bool streaming, stream_chunked, close_after;
-	bool lingering;  /* CLOSING: dropping the rest of an unread body */
-	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
-	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
-	uint64_t streamed; /* of a streamed answer so far */
-	uint64_t discarded;
-	int64_t drain_deadline_ms;
-	void (*drained)(void *arg);
-	void *drained_arg;
-	struct http_conn *prev, *next;
-};
 
 static struct event_base *loop;
 static struct event *trim_timer;
@@ -147,27 +70,29 @@ void http_conn_setup(struct event_base *base, int idle_sec, const struct http_co
 	connection_cap = cap_from_limit();
 }
 
-static void conn_process(struct http_conn *conn);
+struct event_base *conn_loop(void)
+{
+	return loop;
+}
+
+const struct http_conn_router *conn_router(void)
+{
+	return &router;
+}
+
+int conn_idle_timeout(void)
+{
+	return idle_timeout_sec;
+}
+
 static void conn_lost(struct http_conn *conn);
 
 /* ---- lifetime ---- */
 
-/* The sink's fd was taken over: closed here, once it is done with. */
-static void sink_stop(struct http_conn *conn)
-{
-	if (conn->sink_event)
-		event_free(conn->sink_event);
-	conn->sink_event = NULL;
-	if (conn->sink_fd >= 0)
-		close(conn->sink_fd);
-	conn->sink_fd = -1;
-	conn->sink_done = NULL;
-}
-
 /* The free pages of the heap go back to the system in a moment, once:
  * glibc returns only the top of its heap by itself, and what a big request
  * freed below something still in use would stay resident for good. */
-static void trim_soon(void)
+void conn_trim_soon(void)
 {
 	if (trim_timer && !evtimer_pending(trim_timer, NULL)) {
 		struct timeval later = {0, TRIM_DELAY_MS * 1000};
@@ -181,19 +106,19 @@ static void maybe_trim(void)
 {
 	if (connection_count == 0 && connection_peak >= 256) {
 		connection_peak = 0;
-		trim_soon();
+		conn_trim_soon();
 	}
 }
 
 /* Frees now, or when the callback running on it returns. */
-static void conn_free(struct http_conn *conn)
+void conn_free(struct http_conn *conn)
 {
 	conn->dead = true;
 	if (conn->busy)
 		return;
 	if (conn->req)
 		conn_lost(conn);
-	sink_stop(conn);
+	conn_sink_stop(conn);
 	if (conn->prev)
 		conn->prev->next = conn->next;
 	else
@@ -210,13 +135,13 @@ static void conn_free(struct http_conn *conn)
 	maybe_trim();
 }
 
-static void conn_enter(struct http_conn *conn)
+void conn_enter(struct http_conn *conn)
 {
 	conn->busy++;
 }
 
 /* Leaves a callback: frees a connection that died during it. */
-static void conn_leave(struct http_conn *conn)
+void conn_leave(struct http_conn *conn)
 {
 	if (--conn->busy == 0 && conn->dead)
 		conn_free(conn);
@@ -228,17 +153,17 @@ static void conn_lost(struct http_conn *conn)
 {
 	struct api_request *req = conn->req;
 	conn->req = NULL;
-	sink_stop(conn);
+	conn_sink_stop(conn);
 	if (req)
 		router.lost(req);
 }
 
-static void later_soon(struct http_conn *conn)
+void conn_later_soon(struct http_conn *conn)
 {
 	event_active(conn->later, EV_TIMEOUT, 0);
 }
 
-static void arm_timer(struct http_conn *conn, int seconds)
+void conn_arm_timer(struct http_conn *conn, int seconds)
 {
 	struct timeval delay = {seconds, 0};
 	event_add(conn->timer, &delay);
@@ -247,493 +172,6 @@ static void arm_timer(struct http_conn *conn, int seconds)
 static int head_timeout(void)
 {
 	return idle_timeout_sec < HTTP_HEAD_TIMEOUT_SEC ? idle_timeout_sec : HTTP_HEAD_TIMEOUT_SEC;
-}
-
-/* ---- writing ---- */
-
-static const char *reason_of(int status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 413: return "Content Too Large";
-	case 416: return "Range Not Satisfiable";
-	case 423: return "Locked";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	case 507: return "Insufficient Storage";
-	default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
-	}
-}
-
-/* "Date: ..." of this second, formatted once per second. */
-static const char *date_line(void)
-{
-	static time_t last;
-	static char line[64];
-	time_t now = time(NULL);
-	if (now != last) {
-		struct tm tm;
-		gmtime_r(&now, &tm);
-		strftime(line, sizeof line, "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
-		last = now;
-	}
-	return line;
-}
-
-static void write_status(struct evbuffer *out, struct http_conn *conn, int status, const char *headers)
-{
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s", status, reason_of(status), date_line(),
-			    headers ? headers : "");
-	if (conn->close_after)
-		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (conn->minor_version == 0)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-}
-
-/* Whether this connection can take another request after the answer. */
-static void decide_close(struct http_conn *conn)
-{
-	/* A body not read to its end leaves the stream unframed: close. */
-	if (!conn->keep_alive || !conn->body_done || conn->peer_done)
-		conn->close_after = true;
-}
-
-/* An answer came before a streamed body ended: the rest is read through
- * its framing and dropped (DRAIN_*) while the answer waits, unless the
- * client waits for a 100 Continue it was not sent (it sends no body) or the
- * body's declared length passes the bound: then only the short linger. */
-static bool start_draining(struct http_conn *conn)
-{
-	if (!conn->streams_body || (conn->expect_continue && !conn->continue_sent) ||
-	    (conn->body_kind == HTTP_BODY_LENGTH && conn->body_left > DRAIN_BYTES))
-		return false;
-	conn->discarding = true;
-	conn->discarded = 0;
-	conn->drain_deadline_ms = clock_monotonic_ms() + DRAIN_TOTAL_MS;
-	bufferevent_disable(conn->bev, EV_WRITE); /* the answer waits */
-	arm_timer(conn, DRAIN_IDLE_SEC);
-	return true;
-}
-
-/* The answer is complete (queued): go on with the next request, or close. */
-static void answered(struct http_conn *conn)
-{
-	conn->req = NULL;
-	conn->streaming = false;
-	conn->drained = NULL;
-	if (conn->heavy || conn->streamed >= HEAVY_BYTES)
-		trim_soon(); /* the request is freed by then (right after this) */
-	conn->heavy = false;
-	conn->streamed = 0;
-	if (conn->sink_done) {
-		/* The handler answered before taking the whole body. */
-		sink_stop(conn);
-		conn->close_after = true;
-	}
-	conn->state = conn->close_after ? CLOSING : WAIT_HEAD;
-	if (conn->state == CLOSING) {
-		bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
-		bufferevent_setwatermark(conn->bev, EV_READ, 0, 0);
-		conn->lingering = !conn->body_done && !conn->peer_done;
-		if (conn->lingering) {
-			if (!start_draining(conn))
-				arm_timer(conn, LINGER_SEC);
-		} else {
-			bufferevent_disable(conn->bev, EV_READ);
-			event_del(conn->timer);
-		}
-	}
-	later_soon(conn);
-}
-
-/* A whole answer goes to the socket at once: left to the bufferevent it
- * would wait for the loop to report the socket writable, a turn of the loop
- * (epoll_ctl, epoll_wait) on every request while the socket almost always
- * has room. What does not fit is written by the bufferevent as before; an
- * error is left for it to meet and report (on_event). */
-static void send_now(struct http_conn *conn)
-{
-	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	if (!conn->dead && !conn->discarding && evbuffer_get_length(out) > 0)
-		evbuffer_write(out, conn->fd);
-}
-
-void http_conn_respond(struct http_conn *conn, int status, const char *headers,
-		       const void *body, size_t length)
-{
-	decide_close(conn);
-	if (length >= HEAVY_BYTES)
-		conn->heavy = true;
-	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	write_status(out, conn, status, headers);
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
-	if (!conn->is_head_method && length)
-		evbuffer_add(out, body, length);
-	answered(conn);
-	send_now(conn);
-}
-
-void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,
-			    void (*drained)(void *arg), void *arg)
-{
-	decide_close(conn);
-	/* HTTP/1.0 has no chunks: the end of the answer is the end of the connection. */
-	conn->stream_chunked = conn->minor_version >= 1;
-	if (!conn->stream_chunked)
-		conn->close_after = true;
-	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	write_status(out, conn, status, headers);
-	if (conn->stream_chunked)
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-	evbuffer_add(out, "\r\n", 2);
-	conn->streaming = true;
-	conn->drained = drained;
-	conn->drained_arg = arg;
-	bufferevent_setwatermark(conn->bev, EV_WRITE, STREAM_LOW, 0);
-}
-
-void http_conn_stream_write(struct http_conn *conn, const void *data, size_t length)
-{
-	if (!conn->streaming || conn->is_head_method || length == 0)
-		return;
-	conn->streamed += length;
-	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	if (conn->stream_chunked)
-		evbuffer_add_printf(out, "%zx\r\n", length);
-	evbuffer_add(out, data, length);
-	if (conn->stream_chunked)
-		evbuffer_add(out, "\r\n", 2);
-}
-
-void http_conn_stream_end(struct http_conn *conn)
-{
-	if (conn->stream_chunked && !conn->is_head_method)
-		evbuffer_add(bufferevent_get_output(conn->bev), "0\r\n\r\n", 5);
-	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
-	answered(conn);
-}
-
-size_t http_conn_pending(struct http_conn *conn)
-{
-	return evbuffer_get_length(bufferevent_get_output(conn->bev));
-}
-
-/* An error of the connection's own, before any route: JSON, then close. */
-static void refuse(struct http_conn *conn, int status, const char *message)
-{
-	conn->close_after = true;
-	conn->minor_version = 1;
-	conn->is_head_method = false;
-	conn->streams_body = false;
-	/* Whatever else comes is dropped for a moment (a client still sending
-	 * its head reads this answer), except from a client too slow to matter. */
-	conn->body_done = status == 408;
-	char *body = http_error_json(failure_code(http_failure_of_status(status)), message);
-	struct evbuffer *out = bufferevent_get_output(conn->bev);
-	write_status(out, conn, status, "Content-Type: application/json\r\n");
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
-	free(body);
-	answered(conn);
-}
-
-/* ---- bodies ---- */
-
-enum pump {
-	PUMP_MORE,    /* wants more from the socket */
-	PUMP_DONE,
-	PUMP_BLOCKED, /* the sink fd is full */
-	PUMP_ERROR,   /* malformed chunked framing */
-	PUMP_TOO_LARGE,
-	PUMP_SINK_FAILED,
-};
-
-/* Delivers `length` body bytes at the input's start. Returns how many were taken. */
-static ssize_t deliver(struct http_conn *conn, struct evbuffer *input, const char *data,
-		       size_t length, enum pump *result)
-{
-	if (conn->discarding) {
-		evbuffer_drain(input, length);
-		conn->discarded += length;
-		return (ssize_t)length;
-	}
-	if (conn->state == READ_BODY) {
-		if (evbuffer_get_length(conn->body) + length > conn->body_limit) {
-			*result = PUMP_TOO_LARGE;
-			return -1;
-		}
-		evbuffer_remove_buffer(input, conn->body, length);
-		return (ssize_t)length;
-	}
-	ssize_t wrote = write(conn->sink_fd, data, length);
-	if (wrote < 0) {
-		conn->sink_error = errno;
-		*result = errno == EAGAIN || errno == EINTR ? PUMP_BLOCKED : PUMP_SINK_FAILED;
-		return -1;
-	}
-	evbuffer_drain(input, (size_t)wrote);
-	if ((size_t)wrote < length) {
-		*result = PUMP_BLOCKED;
-		return wrote;
-	}
-	return wrote;
-}
-
-/* How much of the body the next run of data may take straight from the
- * socket (0: framing comes first, or there is nothing left). */
-static uint64_t data_run(struct http_conn *conn)
-{
-	if (conn->body_kind == HTTP_BODY_LENGTH)
-		return conn->body_left;
-	return http_chunked_data_left(&conn->chunked);
-}
-
-/* `length` bytes of body data were taken from the socket. */
-static void body_taken(struct http_conn *conn, size_t length)
-{
-	if (conn->body_kind == HTTP_BODY_LENGTH) {
-		conn->body_left -= length;
-		conn->body_done = conn->body_left == 0;
-	} else {
-		http_chunked_take(&conn->chunked, length);
-	}
-}
-
-/* With nothing buffered, body data goes from the socket to the sink fd
- * directly: spliced into a pipe (the archive worker's stdin), or read in
- * big pieces for a file (or to be dropped), instead of libevent's 4 KiB
- * reads and a copy. Returns what was taken from the socket, 0 when it has
- * nothing now (or ended), -1 with *result set when the sink is full or
- * failed. What was read counts as taken even when the sink then fails, so
- * the framing stays right for the drain after the answer. */
-static ssize_t direct(struct http_conn *conn, uint64_t want, enum pump *result)
-{
-	static char buffer[256 << 10];
-	if (want > sizeof buffer)
-		want = sizeof buffer;
-	if (conn->discarding) {
-		ssize_t got = read(conn->fd, buffer, (size_t)want);
-		if (got <= 0)
-			return 0;
-		body_taken(conn, (size_t)got);
-		conn->discarded += (uint64_t)got;
-		return got;
-	}
-	if (conn->sink_is_pipe && !conn->no_splice) {
-		ssize_t moved = splice(conn->fd, NULL, conn->sink_fd, NULL, (size_t)want,
-				       SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (moved > 0)
-			body_taken(conn, (size_t)moved);
-		if (moved >= 0)
-			return moved;
-		if (errno == EAGAIN) {
-			/* The socket is empty or the pipe full: the pipe says which. */
-			struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
-			if (poll(&probe, 1, 0) == 1 && (probe.revents & POLLOUT))
-				return 0;
-			*result = PUMP_BLOCKED;
-			return -1;
-		}
-		if (errno != EINVAL && errno != ENOSYS) {
-			conn->sink_error = errno;
-			*result = PUMP_SINK_FAILED;
-			return -1;
-		}
-		conn->no_splice = true; /* fall back to reading */
-	}
-	if (conn->sink_is_pipe) {
-		/* A pipe takes only what fits: never read more than that. */
-		struct pollfd probe = {.fd = conn->sink_fd, .events = POLLOUT};
-		if (poll(&probe, 1, 0) != 1 || !(probe.revents & POLLOUT)) {
-			*result = PUMP_BLOCKED;
-			return -1;
-		}
-		if (want > PIPE_BUF)
-			want = PIPE_BUF;
-	}
-	ssize_t got = read(conn->fd, buffer, (size_t)want);
-	if (got <= 0)
-		return 0; /* nothing now, or the end: the bufferevent sees it too */
-	body_taken(conn, (size_t)got);
-	for (ssize_t done = 0; done < got;) {
-		ssize_t wrote = write(conn->sink_fd, buffer + done, (size_t)(got - done));
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0) {
-			conn->sink_error = wrote < 0 ? errno : EIO;
-			*result = PUMP_SINK_FAILED;
-			return -1;
-		}
-		done += wrote;
-	}
-	return got;
-}
-
-/* Moves body bytes from the socket's input to the body buffer or the sink. */
-static enum pump body_pump(struct http_conn *conn)
-{
-	struct evbuffer *input = bufferevent_get_input(conn->bev);
-	enum pump result = PUMP_MORE;
-	uint64_t dropped_before = conn->discarded;
-	while (!conn->body_done) {
-		if (conn->discarded - dropped_before >= DRAIN_TURN_BYTES)
-			return PUMP_MORE; /* the rest on a later turn (drain_body) */
-		struct evbuffer_iovec piece;
-		if (evbuffer_peek(input, -1, NULL, &piece, 1) < 1 || piece.iov_len == 0) {
-			bool straight = conn->state == RUNNING || conn->discarding;
-			uint64_t want = straight ? data_run(conn) : 0;
-			ssize_t moved = want ? direct(conn, want, &result) : 0;
-			if (moved < 0)
-				return result;
-			if (moved == 0)
-				return PUMP_MORE;
-			continue;
-		}
-		const char *data = piece.iov_base;
-		size_t length = piece.iov_len;
-		if (conn->body_kind == HTTP_BODY_LENGTH) {
-			if (length > conn->body_left)
-				length = (size_t)conn->body_left;
-			ssize_t took = deliver(conn, input, data, length, &result);
-			if (took < 0)
-				return result;
-			conn->body_left -= (uint64_t)took;
-			conn->body_done = conn->body_left == 0;
-			if (result == PUMP_BLOCKED)
-				return result;
-			continue;
-		}
-		size_t used;
-		enum http_chunked_result step = http_chunked_feed(&conn->chunked, data, length, &used);
-		if (step == HTTP_CHUNKED_ERROR)
-			return PUMP_ERROR;
-		if (step != HTTP_CHUNKED_DATA) {
-			evbuffer_drain(input, used);
-			conn->body_done = step == HTTP_CHUNKED_DONE;
-			continue;
-		}
-		ssize_t took = deliver(conn, input, data, used, &result);
-		if (took < 0)
-			return result;
-		http_chunked_take(&conn->chunked, (size_t)took);
-		if (result == PUMP_BLOCKED)
-			return result;
-	}
-	return PUMP_DONE;
-}
-
-static void send_continue(struct http_conn *conn)
-{
-	if (conn->expect_continue && !conn->continue_sent && !conn->body_done) {
-		evbuffer_add(bufferevent_get_output(conn->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
-		conn->continue_sent = true;
-	}
-}
-
-static void on_sink_writable(evutil_socket_t fd, short what, void *arg);
-
-/* Streams what has arrived into the sink; ends it, or waits for the fd. */
-static void sink_pump(struct http_conn *conn)
-{
-	enum pump result = body_pump(conn);
-	if (result == PUMP_BLOCKED) {
-		event_del(conn->timer); /* the consumer is slow, not the client */
-		event_add(conn->sink_event, NULL);
-		return;
-	}
-	if (result == PUMP_MORE) {
-		if (conn->peer_done)
-			conn_free(conn); /* the rest of the body can no longer come */
-		else
-			arm_timer(conn, idle_timeout_sec);
-		return;
-	}
-	event_del(conn->timer);
-	void (*done)(void *, bool, int) = conn->sink_done;
-	void *arg = conn->sink_arg;
-	int error = conn->sink_error;
-	sink_stop(conn);
-	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
-	if (result == PUMP_DONE) {
-		done(arg, true, 0);
-	} else if (result == PUMP_SINK_FAILED) {
-		done(arg, false, error);
-	} else { /* malformed chunks: the request cannot be trusted */
-		done(arg, false, EPROTO);
-		conn->close_after = true;
-	}
-}
-
-static void on_sink_writable(evutil_socket_t fd, short what, void *arg)
-{
-	struct http_conn *conn = arg;
-	conn_enter(conn);
-	if (conn->sink_done)
-		sink_pump(conn);
-	conn_leave(conn);
-}
-
-void http_conn_body_to_fd(struct http_conn *conn, int fd,
-			  void (*done)(void *arg, bool complete, int error), void *arg)
-{
-	conn->sink_fd = fd;
-	conn->sink_done = done;
-	conn->sink_arg = arg;
-	struct stat st;
-	conn->sink_is_pipe = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
-	conn->sink_event = event_new(loop, fd, EV_WRITE, on_sink_writable, conn);
-	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
-	send_continue(conn);
-	/* On the connection's next turn: done() never runs inside this call. */
-	later_soon(conn);
-}
-
-/* READ_BODY: gathers the body, then runs the request. */
-static void read_body(struct http_conn *conn)
-{
-	enum pump result = body_pump(conn);
-	if (result == PUMP_MORE) {
-		if (conn->peer_done)
-			conn_free(conn);
-		else
-			arm_timer(conn, idle_timeout_sec);
-		return;
-	}
-	event_del(conn->timer);
-	struct api_request *req = conn->req;
-	if (result == PUMP_TOO_LARGE) {
-		conn->close_after = true;
-		router.too_large(req, 0);
-		return;
-	}
-	if (result == PUMP_ERROR) {
-		conn->close_after = true;
-		router.fail(req, FAILURE_BAD_REQUEST, "the chunked body is malformed");
-		return;
-	}
-	struct evbuffer *body = conn->body;
-	conn->body = NULL;
-	conn->state = RUNNING;
-	bufferevent_setwatermark(conn->bev, EV_READ, 0, HEAD_INPUT_HIGH);
-	bool heavy = evbuffer_get_length(body) >= HEAVY_BYTES;
-	conn->heavy = conn->heavy || heavy;
-	router.run(req, body);
-	/* Also now: a handler that answers much later (a foreground command)
-	 * has let the body go already (api_body_release). */
-	if (heavy)
-		trim_soon();
 }
 
 /* ---- heads ---- */
@@ -770,8 +208,8 @@ static void start_request(struct http_conn *conn, struct http_head *head)
 	conn->state = READ_BODY;
 	conn->body = evbuffer_new();
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, BODY_INPUT_HIGH);
-	send_continue(conn);
-	read_body(conn);
+	conn_send_continue(conn);
+	conn_read_body(conn);
 }
 
 /* The peer sent all it will: what is still to send goes, then the end. */
@@ -804,18 +242,18 @@ static void read_head(struct http_conn *conn)
 		}
 		if (conn->head_started || !evtimer_pending(conn->timer, NULL)) {
 			conn->head_started = false;
-			arm_timer(conn, idle_timeout_sec);
+			conn_arm_timer(conn, idle_timeout_sec);
 		}
 		return;
 	}
 	if (!conn->head_started) {
 		conn->head_started = true;
-		arm_timer(conn, head_timeout());
+		conn_arm_timer(conn, head_timeout());
 	}
 	struct evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, NULL);
 	size_t head_length = end.pos >= 0 ? (size_t)end.pos + 4 : 0;
 	if (head_length > HTTP_HEAD_LIMIT || (!head_length && length > HTTP_HEAD_LIMIT)) {
-		refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
+		conn_refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
 		return;
 	}
 	if (!head_length) {
@@ -831,53 +269,10 @@ static void read_head(struct http_conn *conn)
 	conn->head_started = false;
 	event_del(conn->timer);
 	if (status) {
-		refuse(conn, status, why);
+		conn_refuse(conn, status, why);
 		return;
 	}
 	start_request(conn, &head);
-}
-
-/* The end of what is read before the close; an answer that waited goes. */
-static void stop_lingering(struct http_conn *conn)
-{
-	conn->lingering = false;
-	bufferevent_disable(conn->bev, EV_READ);
-	event_del(conn->timer);
-	if (conn->discarding) {
-		conn->discarding = false;
-		bufferevent_enable(conn->bev, EV_WRITE);
-		send_now(conn);
-	}
-}
-
-/* Bytes keep coming: DRAIN_IDLE_SEC more, within the whole drain's time. */
-static void drain_rearm(struct http_conn *conn)
-{
-	int64_t left = conn->drain_deadline_ms - clock_monotonic_ms();
-	if (left <= 0) {
-		stop_lingering(conn);
-		return;
-	}
-	if (left > DRAIN_IDLE_SEC * 1000)
-		left = DRAIN_IDLE_SEC * 1000;
-	struct timeval delay = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
-	event_add(conn->timer, &delay);
-}
-
-/* CLOSING after an early answer to a streamed body: drops what has come,
- * until the body's end (or malformed framing) or the bounds. */
-static void drain_body(struct http_conn *conn)
-{
-	uint64_t before = conn->discarded;
-	enum pump result = body_pump(conn);
-	if (result != PUMP_MORE || conn->discarded > DRAIN_BYTES) {
-		stop_lingering(conn);
-		return;
-	}
-	if (conn->discarded > before)
-		drain_rearm(conn);
-	if (conn->discarded - before >= DRAIN_TURN_BYTES)
-		later_soon(conn); /* more may wait in the input, with the socket quiet */
 }
 
 /* Does what the connection's state calls for with what has arrived. An
@@ -894,22 +289,14 @@ static void conn_process(struct http_conn *conn)
 		read_head(conn);
 		break;
 	case READ_BODY:
-		read_body(conn);
+		conn_read_body(conn);
 		break;
 	case RUNNING:
 		if (conn->sink_done)
-			sink_pump(conn);
+			conn_sink_pump(conn);
 		break;
 	case CLOSING:
-		if (conn->discarding) {
-			drain_body(conn);
-		} else if (conn->lingering) {
-			struct evbuffer *input = bufferevent_get_input(conn->bev);
-			conn->discarded += evbuffer_get_length(input);
-			evbuffer_drain(input, evbuffer_get_length(input));
-			if (conn->discarded > LINGER_BYTES)
-				stop_lingering(conn);
-		}
+		conn_drop_unread(conn);
 		if (!conn->lingering && http_conn_pending(conn) == 0)
 			conn_free(conn);
 		break;
@@ -965,7 +352,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		if (conn->state == WAIT_HEAD) {
 			conn_process(conn);
 		} else if (conn->state == CLOSING) {
-			stop_lingering(conn);
+			conn_stop_lingering(conn);
 			if (peer_fully_closed(conn->fd) || http_conn_pending(conn) == 0)
 				conn_free(conn);
 		} else if (peer_fully_closed(conn->fd)) {
@@ -984,11 +371,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	struct http_conn *conn = arg;
 	conn_enter(conn);
 	if (conn->state == CLOSING) {
-		stop_lingering(conn);
+		conn_stop_lingering(conn);
 		if (http_conn_pending(conn) == 0)
 			conn_free(conn);
 	} else if (conn->state == WAIT_HEAD && conn->head_started) {
-		refuse(conn, 408, "the request's head did not arrive in time");
+		conn_refuse(conn, 408, "the request's head did not arrive in time");
 	} else if (conn->state == READ_BODY) {
 		conn->close_after = true;
 		char why[96];
@@ -1054,7 +441,7 @@ void http_conn_accept(int fd)
 	struct timeval write_limit = {idle_timeout_sec, 0};
 	bufferevent_set_timeouts(conn->bev, NULL, &write_limit);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
-	arm_timer(conn, idle_timeout_sec);
+	conn_arm_timer(conn, idle_timeout_sec);
 }
 
 void http_conn_close_all(void)

@@ -7,8 +7,8 @@
  * A request is a head (request line and header lines, each ending CRLF,
  * then an empty line) and a body framed by Content-Length or by chunked
  * Transfer-Encoding. The connection (connection.c) finds the head's end,
- * hands the head to http_parse_head(), then reads the body itself or
- * through the chunked decoder. */
+ * hands the head to http_parse_head(), then reads the body
+ * (connection-body.c) itself or through the chunked decoder. */
 #ifndef BOXD_HTTP_PARSER_H
 #define BOXD_HTTP_PARSER_H
 

@@ -44,7 +44,7 @@ const void *api_body(struct api_request *req, size_t *length);
  * api_on_client_gone callback), EPIPE when the reader of a pipe did, EPROTO
  * for malformed chunks. A handler may answer before the body is in (an
  * error): done() does not run, the rest is read and dropped before the
- * answer goes out (within bounds, connection.c), and the connection
+ * answer goes out (within bounds, connection-drain.c), and the connection
  * closes. */
 void api_body_to_fd(struct api_request *req, int fd,
 		    void (*done)(struct api_request *req, bool complete, int error));

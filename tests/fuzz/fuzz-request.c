@@ -1,9 +1,10 @@
 /* fuzz-request: whole connections through boxd's HTTP parser, as the
- * connection (http/connection.c) reads them: heads found and parsed
- * (http_parse_head, the 64 KiB limit), targets routed (route_percent_decode
- * and routes_find over every route), X-Request-Id checked, bodies framed by
- * Content-Length or decoded from chunks (http_chunked_feed/take), requests
- * pipelined one after another until the bytes end or one is refused.
+ * connection (http/connection.c, connection-body.c) reads them: heads
+ * found and parsed (http_parse_head, the 64 KiB limit), targets routed
+ * (route_percent_decode and routes_find over every route), X-Request-Id
+ * checked, bodies framed by Content-Length or decoded from chunks
+ * (http_chunked_feed/take), requests pipelined one after another until the
+ * bytes end or one is refused.
  *
  * The same bytes are fed three ways: at once, one byte at a time, and in
  * pieces whose sizes the input's first bytes choose. The three transcripts
