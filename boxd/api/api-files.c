@@ -247,6 +247,9 @@ static void send_directory(struct api_request *req, struct download *download,
 		download_free(download);
 		return;
 	}
+	/* The worker reads no input: it sees the end of it at once, and boxd
+	 * keeps no end of the pipe (one fd was left behind per download). */
+	close(download->process.input_fd);
 	download->archive = true;
 	download->req = req;
 	download->fd = download->process.output_fd;
