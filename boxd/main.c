@@ -103,7 +103,7 @@ static bool start_services(void)
 	char error[512];
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
-	archive_client_init(base);
+	archive_client_init(base, &config);
 	screen_client_init(base, config.display, config.screen_idle_sec);
 	/* Before boxd starts any process: each is recorded there as it starts. */
 	protect_init(config.run_dir);

@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/openat2.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +33,11 @@
 struct download {
 	struct api_request *req;
 	char *path;         /* as shown in steps */
-	int fd;             /* the file, or the worker's stdout */
+	int fd;             /* the file */
 	off_t position, end; /* file: what is left to send */
 	uint64_t sent;
-	bool archive, started, finished, exited, output_done, gone;
-	struct archive_process process;
-	struct event *output_event, *exit_event;
-	char errors[512];
-	int exit_status;
+	bool started, finished;
+	struct archive_call *archive; /* a folder: its worker */
 };
 
 static void download_free(struct download *download)
@@ -150,68 +146,49 @@ static void send_file(struct api_request *req, struct download *download, const 
 
 /* ---- a directory, through the archive worker ---- */
 
-static void archive_finish_if_done(struct download *download)
+static void archive_drained(struct api_request *req);
+
+static void on_archive_data(void *arg, const void *bytes, size_t length)
 {
-	if (!download->output_done || !download->exited)
-		return;
+	struct download *download = arg;
 	struct api_request *req = download->req;
-	event_free(download->output_event);
-	event_free(download->exit_event);
-	(void)!read(download->process.error_fd, download->errors, sizeof download->errors - 1);
-	close(download->process.error_fd);
-	char *newline = strchr(download->errors, '\n');
-	if (newline)
-		*newline = '\0';
+	if (!download->started) {
+		download->started = true;
+		api_add_header(req, "X-Archive", "1");
+		api_stream_start(req, 200, "application/gzip", archive_drained);
+	}
+	api_stream_write(req, bytes, length);
+	download->sent += length;
+	/* Let the worker block on a full pipe until the client catches up. */
+	if (api_stream_pending(req) >= HIGH_WATER)
+		archive_call_pause(download->archive);
+}
+
+static void on_archive_end(void *arg, bool complete, const char *why)
+{
+	struct download *download = arg;
+	struct api_request *req = download->req;
 	api_set_data(req, NULL, NULL);
 	if (download->started) {
 		steps_add("get", "%s as tar.gz (%" PRIu64 " bytes)%s", download->path, download->sent,
-			  download->exit_status == 0 ? "" : ", cut short");
+			  complete ? "" : ", cut short");
 		api_stream_end(req); /* a failure midway shows as a truncated gzip */
 	} else {
-		api_reply_failure(req, FAILURE_INTERNAL, "the folder could not be archived: %s",
-				download->errors[0] ? download->errors : "the archive worker failed");
+		api_reply_failure(req, FAILURE_INTERNAL, "the folder could not be archived: %s", why);
 	}
 	download_free(download);
 }
 
+static const struct archive_stream_handlers archive_handlers = {
+	.data = on_archive_data,
+	.end = on_archive_end,
+};
+
 static void archive_drained(struct api_request *req)
 {
 	struct download *download = api_data(req);
-	if (download && !download->output_done && api_stream_pending(req) < HIGH_WATER / 4)
-		event_add(download->output_event, NULL);
-}
-
-static void on_archive_output(evutil_socket_t fd, short events, void *arg)
-{
-	struct download *download = arg;
-	struct api_request *req = download->req;
-	char *buffer = xmalloc(CHUNK);
-	ssize_t got = read(fd, buffer, CHUNK);
-	if (got > 0 && !download->gone) {
-		if (!download->started) {
-			download->started = true;
-			api_add_header(req, "X-Archive", "1");
-			api_stream_start(req, 200, "application/gzip", archive_drained);
-		}
-		api_stream_write(req, buffer, (size_t)got);
-		download->sent += (uint64_t)got;
-		/* Let the worker block on a full pipe until the client catches up. */
-		if (api_stream_pending(req) >= HIGH_WATER)
-			event_del(download->output_event);
-	} else if (got == 0 || (got < 0 && errno != EAGAIN)) {
-		event_del(download->output_event);
-		download->output_done = true;
-		archive_finish_if_done(download);
-	}
-	free(buffer);
-}
-
-static void on_archive_exit(evutil_socket_t fd, short events, void *arg)
-{
-	struct download *download = arg;
-	download->exit_status = archive_run_reap(&download->process);
-	download->exited = true;
-	archive_finish_if_done(download);
+	if (download && api_stream_pending(req) < HIGH_WATER / 4)
+		archive_call_resume(download->archive);
 }
 
 /* Deferred out of the connection's close callback. */
@@ -232,34 +209,20 @@ static void on_download_gone(struct api_request *req)
 		event_base_once(api_base(req), -1, EV_TIMEOUT, end_abandoned_file, req, NULL);
 		return;
 	}
-	download->gone = true;
-	kill(download->process.pid, SIGKILL);
-	event_add(download->output_event, NULL); /* drain to EOF */
+	archive_call_cancel(download->archive); /* its end still comes */
 }
 
 static void send_directory(struct api_request *req, struct download *download,
 			   const char *relative)
 {
-	const char *args[] = {"create", api_config()->work_dir, relative[0] ? relative : ".", NULL};
 	char why[256];
-	if (!archive_run_start(args, -1, &download->process, why, sizeof why)) {
+	download->archive = archive_client_create(relative, &archive_handlers, download, why,
+						  sizeof why);
+	if (!download->archive) {
 		api_reply_failure(req, FAILURE_INTERNAL, "%s", why);
 		download_free(download);
 		return;
 	}
-	/* The worker reads no input: it sees the end of it at once, and boxd
-	 * keeps no end of the pipe (one fd was left behind per download). */
-	close(download->process.input_fd);
-	download->archive = true;
-	download->req = req;
-	download->fd = download->process.output_fd;
-	struct event_base *base = api_base(req);
-	download->output_event = event_new(base, download->fd, EV_READ | EV_PERSIST,
-					   on_archive_output, download);
-	download->exit_event = event_new(base, download->process.pid_fd, EV_READ, on_archive_exit,
-					 download);
-	event_add(download->output_event, NULL);
-	event_add(download->exit_event, NULL);
 	api_set_data(req, download, NULL);
 	api_on_client_gone(req, on_download_gone);
 }

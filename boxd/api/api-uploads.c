@@ -23,6 +23,7 @@
 #include "api-archive.h"
 #include "config.h"
 #include "random-id.h"
+#include "upload.h"
 #include "xalloc.h"
 
 #define ID_LENGTH 32
@@ -117,7 +118,7 @@ static bool prepare_spool(const char *work_dir)
 
 static void handle_create(struct api_request *req)
 {
-	char *dest = api_upload_dest(req);
+	char *dest = api_archive_dest(req);
 	if (!dest)
 		return;
 	const char *work = api_config()->work_dir;
@@ -266,15 +267,17 @@ static void remove_upload(const char *work_dir, const char *id)
 
 /* A finished upload's files go once extracted. */
 struct finishing {
+	struct api_request *req;
 	const char *work_dir; /* boxd's config: lives as long as boxd */
 	char id[ID_LENGTH + 1];
 };
 
-static void finish_done(void *arg, bool ok)
+static void finish_done(void *arg, const struct upload_result *result)
 {
 	struct finishing *finishing = arg;
+	api_archive_upload_answered(finishing->req, result);
 	busy_release(finishing->id);
-	if (ok)
+	if (result->ok)
 		remove_upload(finishing->work_dir, finishing->id);
 	free(finishing);
 }
@@ -309,9 +312,10 @@ static void handle_finish(struct api_request *req)
 		return;
 	}
 	struct finishing *finishing = xcalloc(1, sizeof *finishing);
+	finishing->req = req;
 	finishing->work_dir = api_config()->work_dir;
 	strcpy(finishing->id, id);
-	api_upload_extract(req, dest, fd, finish_done, finishing);
+	api_archive_watch(req, upload_extract(dest, fd, finish_done, finishing));
 }
 
 static void handle_delete(struct api_request *req)
