@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "protect.h"
 #include "report.h"
+#include "resumable-uploads.h"
 #include "screen-client.h"
 #include "secrets.h"
 #include "upload.h"
@@ -112,6 +113,7 @@ static bool start_services(void)
 	 * the warm-up encode) is the longest, and runs beside boxd's own. */
 	screen_client_start_ahead();
 	upload_init(&config);
+	resumable_uploads_init(&config);
 	init_start(config.run_dir, config.hosts_file);
 	lock_init(config.run_dir);
 	api_init(&config);
