@@ -13,6 +13,7 @@
 #include "capabilities.h"
 #include "callers.h"
 #include "config.h"
+#include "downloads.h"
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
@@ -114,6 +115,7 @@ static bool start_services(void)
 	screen_client_start_ahead();
 	upload_init(&config);
 	resumable_uploads_init(&config);
+	downloads_init(base, &config);
 	init_start(config.run_dir, config.hosts_file);
 	lock_init(config.run_dir);
 	api_init(&config);

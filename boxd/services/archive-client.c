@@ -268,7 +268,8 @@ void archive_call_cancel(struct archive_call *call)
 
 void archive_call_pause(struct archive_call *call)
 {
-	event_del(call->output_event);
+	if (!call->cancelled) /* a cancelled call reads to the end */
+		event_del(call->output_event);
 }
 
 void archive_call_resume(struct archive_call *call)

@@ -106,7 +106,8 @@ struct archive_call *archive_client_create(const char *path,
 					   const struct archive_stream_handlers *handlers,
 					   void *arg, char *why, size_t why_size);
 /* A stream's reader is behind: boxd stops reading the worker's output, and
- * the worker blocks on its full pipe, until archive_call_resume(). */
+ * the worker blocks on its full pipe, until archive_call_resume(). Ignored
+ * once the call is cancelled: its output is then read to the end. */
 void archive_call_pause(struct archive_call *call);
 void archive_call_resume(struct archive_call *call);
 
