@@ -13,6 +13,7 @@
 #include "capabilities.h"
 #include "callers.h"
 #include "config.h"
+#include "downloads.h"
 #include "clock.h"
 #include "exec.h"
 #include "health.h"
@@ -22,6 +23,7 @@
 #include "notify.h"
 #include "protect.h"
 #include "report.h"
+#include "resumable-uploads.h"
 #include "screen-client.h"
 #include "secrets.h"
 #include "upload.h"
@@ -103,7 +105,7 @@ static bool start_services(void)
 	char error[512];
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
-	archive_client_init(base);
+	archive_client_init(base, &config);
 	screen_client_init(base, config.display, config.screen_idle_sec);
 	/* Before boxd starts any process: each is recorded there as it starts. */
 	protect_init(config.run_dir);
@@ -112,6 +114,8 @@ static bool start_services(void)
 	 * the warm-up encode) is the longest, and runs beside boxd's own. */
 	screen_client_start_ahead();
 	upload_init(&config);
+	resumable_uploads_init(&config);
+	downloads_init(base, &config);
 	init_start(config.run_dir, config.hosts_file);
 	lock_init(config.run_dir);
 	api_init(&config);

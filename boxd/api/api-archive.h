@@ -1,34 +1,36 @@
-/* api-archive.h: what the API areas that run boxd-archive share (sync,
- * uploads): the request's body as the worker's input, the worker killed if
- * the client leaves, and the upload answers worded once. */
+/* api-archive.h: routing help for the routes whose service runs
+ * boxd-archive (sync diff and upload, a resumable upload's finish): the
+ * dest parameter read, the request's streamed body handed over as the
+ * worker's input, the worker's call cancelled when the client leaves, and
+ * an upload's result answered. Nothing here speaks the worker's protocol
+ * (archive-client.h does); nothing outlives the request. */
 #ifndef BOXD_API_ARCHIVE_H
 #define BOXD_API_ARCHIVE_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-#include "archive-client.h"
+#include "upload.h"
 
 struct api_request;
+struct archive_call;
 
-typedef void (*api_archive_done_fn)(struct api_request *req,
-				    const struct archive_call_result *result, void *arg);
+/* The dest query parameter checked and made relative to the work dir (""
+ * for the work dir itself), or NULL after answering 400. Caller frees. */
+char *api_archive_dest(struct api_request *req);
 
-/* Runs boxd-archive with `args` on the request's body, streamed in as it
- * arrives (input_fd < 0; the route has API_STREAM_BODY) or on `input_fd`
- * (taken over); done() runs once and answers the request. */
-void api_archive_call(struct api_request *req, const char *const args[], int input_fd,
-		      size_t output_limit, api_archive_done_fn done, void *arg);
+/* A pipe the request's body (an API_STREAM_BODY route's) flows into at the
+ * pace the worker reads it: its reading end, for a service to take over as
+ * the worker's stdin, or -1 after answering. A client that leaves mid-body
+ * cancels the call api_archive_watch() is given. */
+int api_archive_body(struct api_request *req);
 
-/* The dest query parameter checked and made relative to the work dir, or
- * NULL after answering 400. Caller frees. */
-char *api_upload_dest(struct api_request *req);
+/* `call` is cancelled if the client leaves before the answer. NULL (the
+ * call's done() has answered already, and the request may be gone) is
+ * ignored. */
+void api_archive_watch(struct api_request *req, struct archive_call *call);
+/* The call's done() has come: forget the call, before answering. */
+void api_archive_ended(struct api_request *req);
 
-/* Extracts the request's body, streamed (input_fd < 0), or the file open on `input_fd`
- * (a finished resumable upload; taken over) into `dest` and answers with the
- * contract's {"ok","dest","files","bytes"} or the error. `after`, if given,
- * runs after the answer with `arg` and whether it succeeded. */
-void api_upload_extract(struct api_request *req, const char *dest, int input_fd,
-			void (*after)(void *arg, bool ok), void *arg);
+/* An upload_done_fn whose arg is the request: answers the contract's
+ * {"ok","files","bytes","dest"}, or the failure. */
+void api_archive_upload_answered(void *arg, const struct upload_result *result);
 
 #endif

@@ -1,85 +1,85 @@
 /* api-files.c: GET /v1/files?path=... (API.md, "Sync and files").
  *
- * A regular file streams as it is, with Range support; a directory streams
- * as a tar.gz made by the sandboxed archive worker, with the directory as
- * its top entry. Both go out a chunk at a time, only while the client keeps
- * up (the stream's `drained` callback), so memory stays flat for any size.
- * Paths resolve beneath the work dir (openat2 RESOLVE_BENEATH): neither
- * ".." nor a symbolic link can lead a download outside it. */
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <linux/openat2.h>
-#include <signal.h>
+ * A regular file streams as it is, with Range support (one range; 206 and
+ * Content-Range, 416 past the end); a folder streams as a tar.gz. The
+ * download is downloads.h's; this file parses, answers, and paces the
+ * download by the answer: it produces only while less than HIGH_WATER
+ * waits for the client (the stream's `drained` callback). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <event2/event.h>
+#include <sys/types.h>
 
 #include "api.h"
+#include "downloads.h"
 #include "router.h"
-#include "archive-client.h"
-#include "config.h"
-#include "steps.h"
-#include "work-path.h"
-#include "xalloc.h"
 
-#define CHUNK (256u * 1024)
 #define HIGH_WATER (1u << 20) /* stop producing while this much waits */
 
-struct download {
-	struct api_request *req;
-	char *path;         /* as shown in steps */
-	int fd;             /* the file, or the worker's stdout */
-	off_t position, end; /* file: what is left to send */
-	uint64_t sent;
-	bool archive, started, finished, exited, output_done, gone;
-	struct archive_process process;
-	struct event *output_event, *exit_event;
-	char errors[512];
-	int exit_status;
+/* ---- the answer as the download's sink ---- */
+
+static void file_drained(struct api_request *req);
+static void folder_drained(struct api_request *req);
+
+static void answer_started(void *arg)
+{
+	struct api_request *req = arg;
+	api_add_header(req, "X-Archive", "1");
+	api_stream_start(req, 200, "application/gzip", folder_drained);
+}
+
+static bool answer_ready(void *arg)
+{
+	struct api_request *req = arg;
+	return !api_client_gone(req) && api_stream_pending(req) < HIGH_WATER;
+}
+
+static void answer_write(void *arg, const void *bytes, size_t length)
+{
+	api_stream_write(arg, bytes, length);
+}
+
+static void answer_end(void *arg, const char *failed)
+{
+	struct api_request *req = arg;
+	api_set_data(req, NULL, NULL);
+	if (failed)
+		api_reply_failure(req, FAILURE_INTERNAL, "%s", failed);
+	else
+		api_stream_end(req);
+}
+
+static const struct download_sink answer_sink = {
+	.started = answer_started,
+	.ready = answer_ready,
+	.write = answer_write,
+	.end = answer_end,
 };
 
-static void download_free(struct download *download)
-{
-	if (download->fd >= 0)
-		close(download->fd);
-	free(download->path);
-	free(download);
-}
-
-static void on_download_gone(struct api_request *req);
-
-/* ---- a regular file ---- */
-
-static void file_pump(struct api_request *req)
+static void file_drained(struct api_request *req)
 {
 	struct download *download = api_data(req);
-	char *buffer = xmalloc(CHUNK);
-	while (!download->finished && api_stream_pending(req) < HIGH_WATER) {
-		size_t want = download->end - download->position < (off_t)CHUNK
-				      ? (size_t)(download->end - download->position)
-				      : CHUNK;
-		ssize_t got = want ? pread(download->fd, buffer, want, download->position) : 0;
-		if (got <= 0 || api_client_gone(req)) {
-			/* The end, or the file shrank under us: the stream ends short. */
-			download->finished = true;
-			steps_add("get", "%s (%" PRIu64 " bytes)", download->path, download->sent);
-			api_set_data(req, NULL, NULL);
-			api_stream_end(req);
-			download_free(download);
-			break;
-		}
-		api_stream_write(req, buffer, (size_t)got);
-		download->position += got;
-		download->sent += (uint64_t)got;
-	}
-	free(buffer);
+	if (download)
+		download_resume(download);
 }
+
+/* A folder's worker is woken only once most of what waited has gone, so
+ * that it writes in big pieces. */
+static void folder_drained(struct api_request *req)
+{
+	struct download *download = api_data(req);
+	if (download && api_stream_pending(req) < HIGH_WATER / 4)
+		download_resume(download);
+}
+
+static void on_client_gone(struct api_request *req)
+{
+	struct download *download = api_data(req);
+	if (download)
+		download_cancel(download);
+}
+
+/* ---- the request ---- */
 
 /* Parses "bytes=A-B", "bytes=A-" or "bytes=-N" against `size`. 0: no range
  * header; 1: a satisfiable range in *first..*last; -1: unsatisfiable;
@@ -117,160 +117,44 @@ static int parse_range(const char *header, off_t size, off_t *first, off_t *last
 	return 1;
 }
 
-static void send_file(struct api_request *req, struct download *download, const struct stat *st)
+static void send_file(struct api_request *req, struct download *download)
 {
-	off_t first = 0, last = st->st_size - 1;
-	int range = parse_range(api_header(req, "Range"), st->st_size, &first, &last);
+	off_t size = download_size(download), first = 0, last = size - 1;
+	int range = parse_range(api_header(req, "Range"), size, &first, &last);
 	char header[96];
 	api_add_header(req, "X-Archive", "0");
 	api_add_header(req, "Accept-Ranges", "bytes");
 	if (range == -1) {
-		snprintf(header, sizeof header, "bytes */%lld", (long long)st->st_size);
+		snprintf(header, sizeof header, "bytes */%lld", (long long)size);
 		api_add_header(req, "Content-Range", header);
 		api_reply_failure(req, FAILURE_RANGE_NOT_SATISFIABLE,
-				"the file has %lld bytes; ask for a range inside them", (long long)st->st_size);
-		download_free(download);
+				"the file has %lld bytes; ask for a range inside them", (long long)size);
+		download_close(download);
 		return;
 	}
 	if (range == 1) {
 		snprintf(header, sizeof header, "bytes %lld-%lld/%lld", (long long)first, (long long)last,
-			 (long long)st->st_size);
+			 (long long)size);
 		api_add_header(req, "Content-Range", header);
 	} else {
 		first = 0;
-		last = st->st_size - 1;
+		last = size - 1;
 	}
-	download->position = first;
-	download->end = last + 1;
 	api_set_data(req, download, NULL);
-	api_on_client_gone(req, on_download_gone);
-	api_stream_start(req, range == 1 ? 206 : 200, "application/octet-stream", file_pump);
-	file_pump(req);
+	api_on_client_gone(req, on_client_gone);
+	api_stream_start(req, range == 1 ? 206 : 200, "application/octet-stream", file_drained);
+	download_file_start(download, first, last, &answer_sink, req);
 }
 
-/* ---- a directory, through the archive worker ---- */
-
-static void archive_finish_if_done(struct download *download)
+static void send_folder(struct api_request *req, struct download *download)
 {
-	if (!download->output_done || !download->exited)
-		return;
-	struct api_request *req = download->req;
-	event_free(download->output_event);
-	event_free(download->exit_event);
-	(void)!read(download->process.error_fd, download->errors, sizeof download->errors - 1);
-	close(download->process.error_fd);
-	char *newline = strchr(download->errors, '\n');
-	if (newline)
-		*newline = '\0';
-	api_set_data(req, NULL, NULL);
-	if (download->started) {
-		steps_add("get", "%s as tar.gz (%" PRIu64 " bytes)%s", download->path, download->sent,
-			  download->exit_status == 0 ? "" : ", cut short");
-		api_stream_end(req); /* a failure midway shows as a truncated gzip */
-	} else {
-		api_reply_failure(req, FAILURE_INTERNAL, "the folder could not be archived: %s",
-				download->errors[0] ? download->errors : "the archive worker failed");
-	}
-	download_free(download);
-}
-
-static void archive_drained(struct api_request *req)
-{
-	struct download *download = api_data(req);
-	if (download && !download->output_done && api_stream_pending(req) < HIGH_WATER / 4)
-		event_add(download->output_event, NULL);
-}
-
-static void on_archive_output(evutil_socket_t fd, short events, void *arg)
-{
-	struct download *download = arg;
-	struct api_request *req = download->req;
-	char *buffer = xmalloc(CHUNK);
-	ssize_t got = read(fd, buffer, CHUNK);
-	if (got > 0 && !download->gone) {
-		if (!download->started) {
-			download->started = true;
-			api_add_header(req, "X-Archive", "1");
-			api_stream_start(req, 200, "application/gzip", archive_drained);
-		}
-		api_stream_write(req, buffer, (size_t)got);
-		download->sent += (uint64_t)got;
-		/* Let the worker block on a full pipe until the client catches up. */
-		if (api_stream_pending(req) >= HIGH_WATER)
-			event_del(download->output_event);
-	} else if (got == 0 || (got < 0 && errno != EAGAIN)) {
-		event_del(download->output_event);
-		download->output_done = true;
-		archive_finish_if_done(download);
-	}
-	free(buffer);
-}
-
-static void on_archive_exit(evutil_socket_t fd, short events, void *arg)
-{
-	struct download *download = arg;
-	download->exit_status = archive_run_reap(&download->process);
-	download->exited = true;
-	archive_finish_if_done(download);
-}
-
-/* Deferred out of the connection's close callback. */
-static void end_abandoned_file(evutil_socket_t fd, short events, void *arg)
-{
-	struct api_request *req = arg;
-	struct download *download = api_data(req);
-	if (download && !download->finished)
-		file_pump(req); /* sees the client gone and ends */
-}
-
-static void on_download_gone(struct api_request *req)
-{
-	struct download *download = api_data(req);
-	if (!download)
-		return;
-	if (!download->archive) {
-		event_base_once(api_base(req), -1, EV_TIMEOUT, end_abandoned_file, req, NULL);
-		return;
-	}
-	download->gone = true;
-	kill(download->process.pid, SIGKILL);
-	event_add(download->output_event, NULL); /* drain to EOF */
-}
-
-static void send_directory(struct api_request *req, struct download *download,
-			   const char *relative)
-{
-	const char *args[] = {"create", api_config()->work_dir, relative[0] ? relative : ".", NULL};
 	char why[256];
-	if (!archive_run_start(args, -1, &download->process, why, sizeof why)) {
+	if (!download_folder_start(download, &answer_sink, req, why, sizeof why)) {
 		api_reply_failure(req, FAILURE_INTERNAL, "%s", why);
-		download_free(download);
 		return;
 	}
-	download->archive = true;
-	download->req = req;
-	download->fd = download->process.output_fd;
-	struct event_base *base = api_base(req);
-	download->output_event = event_new(base, download->fd, EV_READ | EV_PERSIST,
-					   on_archive_output, download);
-	download->exit_event = event_new(base, download->process.pid_fd, EV_READ, on_archive_exit,
-					 download);
-	event_add(download->output_event, NULL);
-	event_add(download->exit_event, NULL);
 	api_set_data(req, download, NULL);
-	api_on_client_gone(req, on_download_gone);
-}
-
-static int open_in_work(const char *work_dir, const char *relative)
-{
-	int work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (work_fd < 0)
-		return -1;
-	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_NONBLOCK);
-	int saved = errno;
-	close(work_fd);
-	errno = saved;
-	return fd;
+	api_on_client_gone(req, on_client_gone);
 }
 
 static void handle_files(struct api_request *req)
@@ -281,48 +165,15 @@ static void handle_files(struct api_request *req)
 				      api_config()->work_dir);
 		return;
 	}
-	const char *why = NULL;
-	char *relative = work_path_relative(api_config()->work_dir, path, &why);
-	if (!relative) {
-		api_reply_bad_request(req, "the path %s %s", path, why);
-		return;
-	}
-	int fd = open_in_work(api_config()->work_dir, relative);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		if (errno == EXDEV || errno == ELOOP)
-			api_reply_bad_request(req, "the path %s leads outside the work dir", path);
-		else if (errno == ENOENT || errno == ENOTDIR)
-			api_reply_not_found(req, "nothing at %s", path);
-		else
-			api_reply_failure(req, FAILURE_INTERNAL, "cannot open %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(relative);
-		return;
-	}
-	struct download *download = xcalloc(1, sizeof *download);
-	download->path = xstrdup(path);
-	download->req = req;
-	if (S_ISREG(st.st_mode)) {
-		download->fd = fd;
-		send_file(req, download, &st);
-	} else if (S_ISDIR(st.st_mode) && !relative[0]) {
-		close(fd);
-		download->fd = -1;
-		api_reply_bad_request(req, "%s is the work dir itself; name a folder inside it", path);
-		download_free(download);
-	} else if (S_ISDIR(st.st_mode)) {
-		close(fd);
-		download->fd = -1;
-		send_directory(req, download, relative);
-	} else {
-		close(fd);
-		download->fd = -1;
-		api_reply_bad_request(req, "%s is neither a regular file nor a folder", path);
-		download_free(download);
-	}
-	free(relative);
+	enum failure failure;
+	char why[1024];
+	struct download *download = download_open(path, &failure, why, sizeof why);
+	if (!download)
+		api_reply_failure(req, failure, "%s", why);
+	else if (download_is_folder(download))
+		send_folder(req, download);
+	else
+		send_file(req, download);
 }
 
 const struct api_route api_files_routes[] = {

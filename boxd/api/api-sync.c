@@ -1,95 +1,66 @@
 /* api-sync.c: POST /v1/sync/diff and POST /v1/sync/upload (API.md, "Sync
  * and files").
  *
- * Both run in the boxd-archive worker, so neither libcrypto nor libarchive
- * is ever loaded into boxd (they would double its idle resident size): the
- * diff hashes on the worker's threads with the hash cache in RUN_DIR, the
- * upload extracts in its sandbox. boxd only pipes the body in (streamed as
- * it arrives, of any size: API_STREAM_BODY) and the JSON answer out. */
+ * Both run in the boxd-archive worker (archive-client.h, upload.h), so
+ * neither libcrypto nor libarchive is ever loaded into boxd: the diff
+ * hashes on the worker's threads with the hash cache, the upload extracts
+ * in its sandbox. The body streams into the worker as it arrives, of any
+ * size (API_STREAM_BODY). */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "router.h"
 #include "api-archive.h"
-#include "config.h"
-#include "log.h"
+#include "archive-client.h"
 #include "redact.h"
+#include "router.h"
 #include "upload.h"
-#include "work-path.h"
-#include "xalloc.h"
 
 #define DEFAULT_LIMIT "400"
-/* The largest answer: `limit` hex paths of up to 4096 bytes, and then some. */
-#define ANSWER_LIMIT (64u << 20)
 
-static void diff_answered(struct api_request *req, const struct archive_call_result *result,
-			  void *arg)
+static void diff_answered(void *arg, const struct archive_diff_answer *answer)
 {
-	/* The worker's answer goes out as it is: parsing and printing a long
-	 * list of paths again would only cost boxd memory. */
-	bool answered = result->status == 0 && !result->output_cut &&
-			(strncmp(result->output, "{\"changed\":", 11) == 0 ||
-			 strncmp(result->output, "{\"all\":", 7) == 0);
-	if (answered) {
-		/* Hex paths: a path that holds a secret value is masked too. */
-		char *shown = redact_text(result->output);
-		api_reply_bytes(req, 200, "application/json", shown, strlen(shown));
-		free(shown);
+	struct api_request *req = arg;
+	api_archive_ended(req);
+	if (!answer->ok) {
+		api_reply_failure(req, answer->failure, "%s", answer->message);
 		return;
 	}
-	cJSON *json = cJSON_ParseWithLength(result->output, result->output_length);
-	cJSON *error = cJSON_GetObjectItem(json, "error");
-	if (json && !error && !result->output_cut) {
-		api_reply_json(req, 200, json); /* an answer, though the exit was not clean */
-		return;
-	}
-	if (error) {
-		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(error, "code"));
-		const char *message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
-		bool refused = failure_from_code(code) == FAILURE_BAD_REQUEST;
-		api_reply_failure(req, refused ? FAILURE_BAD_REQUEST : FAILURE_INTERNAL, "%s",
-				  message ? message : "the diff failed");
-	} else {
-		api_reply_failure(req, FAILURE_INTERNAL, "the diff worker stopped without an answer (status %d%s%s)",
-				result->status, result->errors[0] ? ": " : "", result->errors);
-	}
-	cJSON_Delete(json);
+	/* Hex paths: a path that holds a secret value is masked too. */
+	char *shown = redact_text(answer->json);
+	api_reply_bytes(req, 200, "application/json", shown, strlen(shown));
+	free(shown);
 }
 
 static void handle_diff(struct api_request *req)
 {
-	char *relative = api_upload_dest(req);
-	if (!relative)
+	char *dest = api_archive_dest(req);
+	if (!dest)
 		return;
 	const char *limit = api_query(req, "limit");
 	if (!limit)
 		limit = DEFAULT_LIMIT;
 	char *end;
 	errno = 0;
-	(void)strtoul(limit, &end, 10);
-	if (errno || end == limit || *end || limit[0] == '-' || limit[0] == '+') {
-		free(relative);
+	unsigned long entries = strtoul(limit, &end, 10);
+	int manifest_fd = -1;
+	if (errno || end == limit || *end || limit[0] == '-' || limit[0] == '+')
 		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
-		return;
-	}
-	char *cache = xasprintf("%s/hash-cache", api_config()->run_dir);
-	const char *args[] = {"diff", api_config()->work_dir, relative[0] ? relative : ".", limit,
-			      cache, "--user", api_config()->user ? api_config()->user : "root",
-			      NULL};
-	api_archive_call(req, args, -1, ANSWER_LIMIT, diff_answered, NULL);
-	free(cache);
-	free(relative);
+	else if ((manifest_fd = api_archive_body(req)) >= 0)
+		api_archive_watch(req, archive_client_diff(dest, entries, manifest_fd, diff_answered,
+							   req));
+	free(dest);
 }
 
 static void handle_upload(struct api_request *req)
 {
-	char *dest = api_upload_dest(req);
+	char *dest = api_archive_dest(req);
 	if (!dest)
 		return;
-	api_upload_extract(req, dest, -1, NULL, NULL);
+	int archive_fd = api_archive_body(req);
+	if (archive_fd >= 0)
+		api_archive_watch(req, upload_extract(dest, archive_fd, api_archive_upload_answered,
+						      req));
 	free(dest);
 }
 

@@ -32,8 +32,8 @@ struct archive_extract_options {
 struct archive_extract_result {
 	uint64_t files; /* regular files, hard links and symbolic links */
 	uint64_t bytes; /* regular file content */
-	bool refused;   /* true: the archive asked for something not allowed (400) */
-	bool disk_full; /* true: a write failed for want of space (ENOSPC, EDQUOT: 507) */
+	bool refused;   /* true: the archive asked for something not allowed (bad_request) */
+	bool disk_full; /* true: a write failed for want of space (ENOSPC, EDQUOT: disk_full) */
 	char message[640];
 };
 

@@ -10,9 +10,11 @@
  * extract and diff follow symbolic links the box already has wherever they
  * lead, with the box user's file-system identity (box_user_act). extract
  * prints one JSON line on stdout: {"ok":true,"files":N,"bytes":N} or
- * {"error":{"code":"bad_request"|"disk_full"|"internal","message":...}}; diff prints
- * the API's answer ({"changed":[...]} or {"all":true}) or such an error;
- * create writes the archive, and a failure goes to stderr with exit status 1.
+ * {"error":{"code","message"}}, the code a failure's (failure.h: bad_request,
+ * disk_full or internal; never an HTTP status, which is boxd's router's to
+ * choose); diff prints the API's answer ({"changed":[...]} or {"all":true})
+ * or such an error; create writes the archive, and a failure goes to stderr
+ * with exit status 1. boxd/services/archive-client.c is the other side.
  * The diff runs here rather than in boxd so that libcrypto, its threads and
  * the manifest's memory never weigh on boxd.
  *
@@ -41,6 +43,7 @@
 #include <cjson/cJSON.h>
 
 #include "archive-tgz.h"
+#include "failure.h"
 #include "hash-cache.h"
 #include "io.h"
 #include "archive-sandbox.h"
@@ -56,31 +59,46 @@ static int usage(void)
 	return 2;
 }
 
-/* The API's error code for a failed extraction: boxd answers with it. */
-static const char *error_code(const struct archive_extract_result *result)
+/* Prints `json` as the one line of the answer, and frees it. */
+static void print_answer(cJSON *json)
 {
-	if (result->refused)
-		return "bad_request";
-	return result->disk_full ? "disk_full" : "internal";
-}
-
-static void print_result(bool ok, const struct archive_extract_result *result)
-{
-	cJSON *json = cJSON_CreateObject();
-	if (ok) {
-		cJSON_AddBoolToObject(json, "ok", true);
-		cJSON_AddNumberToObject(json, "files", (double)result->files);
-		cJSON_AddNumberToObject(json, "bytes", (double)result->bytes);
-	} else {
-		cJSON *error = cJSON_AddObjectToObject(json, "error");
-		cJSON_AddStringToObject(error, "code", error_code(result));
-		cJSON_AddStringToObject(error, "message", result->message);
-	}
 	char *text = cJSON_PrintUnformatted(json);
 	printf("%s\n", text);
 	fflush(stdout);
 	free(text);
 	cJSON_Delete(json);
+}
+
+/* {"error":{"code","message"}}: the failure named by its contract code. */
+static void print_error(enum failure failure, const char *message)
+{
+	cJSON *json = cJSON_CreateObject();
+	cJSON *error = cJSON_AddObjectToObject(json, "error");
+	cJSON_AddStringToObject(error, "code", failure_code(failure));
+	cJSON_AddStringToObject(error, "message", message);
+	print_answer(json);
+}
+
+/* What a failed extraction was: the caller's archive or place (refused), a
+ * full disk, or boxd's own trouble. */
+static enum failure extract_failure(const struct archive_extract_result *result)
+{
+	if (result->refused)
+		return FAILURE_BAD_REQUEST;
+	return result->disk_full ? FAILURE_DISK_FULL : FAILURE_INTERNAL;
+}
+
+static void print_result(bool ok, const struct archive_extract_result *result)
+{
+	if (!ok) {
+		print_error(extract_failure(result), result->message);
+		return;
+	}
+	cJSON *json = cJSON_CreateObject();
+	cJSON_AddBoolToObject(json, "ok", true);
+	cJSON_AddNumberToObject(json, "files", (double)result->files);
+	cJSON_AddNumberToObject(json, "bytes", (double)result->bytes);
+	print_answer(json);
 }
 
 /* The box user (--user) when the worker runs as root for a user who is
@@ -271,18 +289,6 @@ static int run_create(int work_fd, const char *path)
 	return 0;
 }
 
-static void print_error(const char *code, const char *message)
-{
-	cJSON *json = cJSON_CreateObject();
-	cJSON *error = cJSON_AddObjectToObject(json, "error");
-	cJSON_AddStringToObject(error, "code", code);
-	cJSON_AddStringToObject(error, "message", message);
-	char *text = cJSON_PrintUnformatted(json);
-	printf("%s\n", text);
-	free(text);
-	cJSON_Delete(json);
-}
-
 static int run_diff(int work_fd, const char *dest, const char *limit_text, const char *cache_path,
 		    const char *user)
 {
@@ -291,13 +297,13 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 	if (!relative) {
 		char message[256];
 		snprintf(message, sizeof message, "dest %s", why);
-		print_error("bad_request", message);
+		print_error(FAILURE_BAD_REQUEST, message);
 		return 1;
 	}
 	struct box_user box_user;
 	char message[256];
 	if (!box_user_prepare(user, &box_user, message, sizeof message)) {
-		print_error("internal", message);
+		print_error(FAILURE_INTERNAL, message);
 		return 1;
 	}
 	/* Read through the box's own links wherever they lead, as the client's
@@ -313,14 +319,14 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 	struct hash_cache *cache = hash_cache_open(cache_path);
 	sync_map_files();
 	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_DIFF, message, sizeof message)) {
-		print_error("internal", message);
+		print_error(FAILURE_INTERNAL, message);
 		return 1;
 	}
 	size_t length;
 	char *manifest = io_read_to_end(0, SIZE_MAX / 4, &length);
 	if (!manifest) {
 		snprintf(message, sizeof message, "cannot read the manifest: %s", strerror(errno));
-		print_error("internal", message);
+		print_error(FAILURE_INTERNAL, message);
 		return 1;
 	}
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -335,7 +341,8 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 		free(text);
 		cJSON_Delete(result.answer);
 	} else {
-		print_error(result.status == SYNC_BAD_REQUEST ? "bad_request" : "internal", result.message);
+		print_error(result.status == SYNC_BAD_REQUEST ? FAILURE_BAD_REQUEST : FAILURE_INTERNAL,
+			    result.message);
 	}
 	fflush(stdout);
 	return result.status == SYNC_OK ? 0 : 1;

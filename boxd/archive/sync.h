@@ -1,6 +1,7 @@
 /* sync.h: which manifest entries differ from what is under a destination
  * (POST /v1/sync/diff). Pure engine: no event loop, no HTTP. It blocks while
- * it hashes, so boxd runs it on a worker thread (api-sync.c). */
+ * it hashes, on threads of its own, in the boxd-archive worker
+ * (archive-worker.c), never in boxd. */
 #ifndef BOXD_SYNC_H
 #define BOXD_SYNC_H
 

@@ -293,21 +293,18 @@ void api_reply_not_found(struct api_request *req, const char *fmt, ...)
 
 bool api_disk_full(int error)
 {
-	return error == ENOSPC || error == EDQUOT;
+	return failure_disk_full(error);
 }
 
 void api_reply_write_failed(struct api_request *req, int error, const char *fmt, ...)
 {
-	char what[768];
+	char what[768], message[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	if (api_disk_full(error))
-		api_reply_failure(req, FAILURE_DISK_FULL, "%s: %s (free space there and retry)", what,
-				strerror(error));
-	else
-		api_reply_failure(req, FAILURE_INTERNAL, "%s: %s", what, strerror(error));
+	enum failure failure = failure_of_write(error, what, message, sizeof message);
+	api_reply_failure(req, failure, "%s", message);
 }
 
 void api_add_header(struct api_request *req, const char *name, const char *value)

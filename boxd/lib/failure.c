@@ -1,5 +1,9 @@
+/* failure.c: the contract's error codes of enum failure, both ways, and the
+ * failure of a write of the caller's bytes. */
 #include "failure.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const codes[FAILURE_COUNT] = {
@@ -33,5 +37,21 @@ enum failure failure_from_code(const char *code)
 	for (int i = 0; code && i < FAILURE_COUNT; i++)
 		if (!strcmp(code, codes[i]))
 			return (enum failure)i;
+	return FAILURE_INTERNAL;
+}
+
+bool failure_disk_full(int error)
+{
+	return error == ENOSPC || error == EDQUOT;
+}
+
+enum failure failure_of_write(int error, const char *what, char *message, size_t message_size)
+{
+	if (failure_disk_full(error)) {
+		snprintf(message, message_size, "%s: %s (free space there and retry)", what,
+			 strerror(error));
+		return FAILURE_DISK_FULL;
+	}
+	snprintf(message, message_size, "%s: %s", what, strerror(error));
 	return FAILURE_INTERNAL;
 }

@@ -9,6 +9,9 @@
 #ifndef BOXD_FAILURE_H
 #define BOXD_FAILURE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 enum failure {
 	FAILURE_BAD_REQUEST,
 	FAILURE_CWD_NOT_FOUND,
@@ -36,5 +39,14 @@ const char *failure_code(enum failure failure);
 /* The failure a code names (a worker's or a shim's answer); an unknown or
  * missing code is FAILURE_INTERNAL. */
 enum failure failure_from_code(const char *code);
+
+/* True for the errnos of a full disk (or a full quota): ENOSPC, EDQUOT. */
+bool failure_disk_full(int error);
+
+/* Writing what a caller sent failed with `error` (an errno): disk_full
+ * when the disk is full (the caller can free space and retry), else
+ * internal. `message` gets `what` (naming the path), ": ", the errno's
+ * text, and for a full disk what to do. */
+enum failure failure_of_write(int error, const char *what, char *message, size_t message_size);
 
 #endif

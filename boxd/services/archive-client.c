@@ -1,8 +1,11 @@
+/* archive-client.c: starting boxd-archive for a call, feeding it, reading
+ * what it says, and turning that into the typed results of
+ * archive-client.h. The worker's argv and its answers are spelled here and
+ * in archive-worker.c, nowhere else. */
 #include "archive-client.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,22 +15,74 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <event2/event.h>
 
+#include "config.h"
 #include "helpers.h"
 #include "protect.h"
 #include "xalloc.h"
 
+/* The largest diff answer: `limit` hex paths of up to 4096 bytes, and then
+ * some. An extraction's answer is one short line. */
+#define DIFF_ANSWER_LIMIT (64u << 20)
+#define EXTRACT_ANSWER_LIMIT 4096u
+/* A stream's reads: a download moves in pieces this big. */
+#define STREAM_CHUNK (256u * 1024)
 
 extern char **environ;
 
-const char *archive_run_program(void)
+static struct event_base *loop;            /* given at archive_client_init */
+static const struct boxd_config *settings; /* likewise */
+static char *cache_path;                   /* RUN_DIR/hash-cache */
+
+void archive_client_init(struct event_base *base, const struct boxd_config *config)
+{
+	loop = base;
+	settings = config;
+	free(cache_path);
+	cache_path = xasprintf("%s/hash-cache", config->run_dir);
+}
+
+static const char *worker_program(void)
 {
 	static char *path;
 	if (!path)
 		path = helper_path("boxd-archive");
 	return path;
 }
+
+static const char *box_user(void)
+{
+	return settings->user ? settings->user : "root";
+}
+
+/* ---- one call: a worker process, its output, its exit ---- */
+
+enum call_kind { CALL_DIFF, CALL_EXTRACT, CALL_CREATE };
+
+struct archive_call {
+	enum call_kind kind;
+	pid_t pid;
+	int pid_fd, output_fd, error_fd;
+	struct event *output_event, *exit_event;
+	bool output_done, exited, cancelled;
+	int status; /* as waitpid() gives it; -1 unknown */
+	char errors[512]; /* the first line of its stderr */
+	/* diff and extract: the answer, collected */
+	char *output;
+	size_t output_length, output_limit;
+	bool output_cut;
+	/* create: the archive, streamed */
+	const struct archive_stream_handlers *handlers;
+	char *chunk;
+	/* the caller */
+	union {
+		archive_diff_done_fn diff;
+		archive_extract_done_fn extract;
+	} done;
+	void *arg;
+};
 
 static void close_pair(int pair[2])
 {
@@ -36,22 +91,25 @@ static void close_pair(int pair[2])
 			close(pair[i]);
 }
 
-bool archive_run_start(const char *const args[], int input_file_fd,
-		       struct archive_process *process, char *why, size_t why_size)
+/* Starts `boxd-archive ARGS...` (NULL-terminated, without the program)
+ * with `input_fd` as its stdin (-1: an empty pipe). False with a sentence
+ * in `why`. */
+static bool spawn_worker(struct archive_call *call, const char *const args[], int input_fd,
+			 char *why, size_t why_size)
 {
 	int input[2] = {-1, -1}, output[2] = {-1, -1}, error[2] = {-1, -1};
-	if ((input_file_fd < 0 && pipe2(input, O_CLOEXEC) < 0) || pipe2(output, O_CLOEXEC) < 0 ||
+	if ((input_fd < 0 && pipe2(input, O_CLOEXEC) < 0) || pipe2(output, O_CLOEXEC) < 0 ||
 	    pipe2(error, O_CLOEXEC) < 0) {
 		snprintf(why, why_size, "cannot make pipes for the archive worker: %s", strerror(errno));
 		close_pair(input), close_pair(output), close_pair(error);
 		return false;
 	}
-	const char *argv[16] = {archive_run_program()};
+	const char *argv[16] = {worker_program()};
 	for (int i = 0; args[i] && i < 14; i++)
 		argv[i + 1] = args[i];
 	posix_spawn_file_actions_t actions;
 	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_adddup2(&actions, input_file_fd >= 0 ? input_file_fd : input[0], 0);
+	posix_spawn_file_actions_adddup2(&actions, input_fd >= 0 ? input_fd : input[0], 0);
 	posix_spawn_file_actions_adddup2(&actions, output[1], 1);
 	posix_spawn_file_actions_adddup2(&actions, error[1], 2);
 	posix_spawnattr_t attributes;
@@ -60,117 +118,36 @@ bool archive_run_start(const char *const args[], int input_file_fd,
 	int status = posix_spawn(&pid, argv[0], &actions, &attributes, (char **)argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
 	posix_spawnattr_destroy(&attributes);
-	if (input[0] >= 0)
-		close(input[0]);
+	/* With no input, the worker reads an end at once: no end of it stays
+	 * with boxd. */
+	close_pair(input);
 	close(output[1]);
 	close(error[1]);
 	if (status != 0) {
 		snprintf(why, why_size, "cannot start the archive worker %s: %s", argv[0], strerror(status));
-		if (input[1] >= 0)
-			close(input[1]);
 		close(output[0]);
 		close(error[0]);
 		return false;
 	}
-	process->pid = pid;
-	process->pid_fd = helper_pidfd(pid);
-	process->input_fd = input[1];
-	process->output_fd = output[0];
-	process->error_fd = error[0];
-	/* Bigger pipes: a 1.5 MB manifest or a download passes in a few wakeups
-	 * instead of dozens (best effort; the default is 64 KiB). */
-	if (process->input_fd >= 0) {
-		fcntl(process->input_fd, F_SETPIPE_SZ, 1 << 20);
-		fcntl(process->input_fd, F_SETFL, O_NONBLOCK);
-	}
-	fcntl(process->output_fd, F_SETPIPE_SZ, 1 << 20);
-	fcntl(process->output_fd, F_SETFL, O_NONBLOCK);
-	fcntl(process->error_fd, F_SETFL, O_NONBLOCK);
-	if (process->pid_fd < 0) {
+	call->pid = pid;
+	call->pid_fd = helper_pidfd(pid);
+	call->output_fd = output[0];
+	call->error_fd = error[0];
+	/* A bigger pipe: a long diff answer or a download passes in a few
+	 * wakeups instead of dozens (best effort; the default is 64 KiB). */
+	fcntl(call->output_fd, F_SETPIPE_SZ, 1 << 20);
+	fcntl(call->output_fd, F_SETFL, O_NONBLOCK);
+	fcntl(call->error_fd, F_SETFL, O_NONBLOCK);
+	if (call->pid_fd < 0) {
 		snprintf(why, why_size, "cannot watch the archive worker: %s", strerror(errno));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		if (process->input_fd >= 0)
-			close(process->input_fd);
-		close(process->output_fd);
-		close(process->error_fd);
+		close(call->output_fd);
+		close(call->error_fd);
 		return false;
 	}
 	protect_process(pid);
 	return true;
-}
-
-int archive_run_reap(struct archive_process *process)
-{
-	int status = helper_reap(process->pid_fd);
-	process->pid_fd = -1;
-	unprotect_process(process->pid);
-	return status;
-}
-
-/* ---- a call: body in, JSON out ---- */
-
-struct archive_call {
-	struct archive_process process;
-	struct event *input_event, *output_event, *exit_event;
-	const char *body; /* the caller's input, while feeding it */
-	size_t body_length, body_sent;
-	char *output;
-	size_t output_length, output_limit;
-	bool output_cut, output_done, exited;
-	int status;
-	char errors[512];
-	archive_call_done_fn done;
-	void *arg;
-};
-
-static void close_call_input(struct archive_call *call)
-{
-	if (call->input_event)
-		event_free(call->input_event);
-	call->input_event = NULL;
-	if (call->process.input_fd >= 0)
-		close(call->process.input_fd);
-	call->process.input_fd = -1;
-}
-
-static void trim_heap(evutil_socket_t fd, short events, void *arg);
-
-static struct event_base *loop; /* given at archive_client_init */
-
-void archive_client_init(struct event_base *base)
-{
-	loop = base;
-}
-
-static void call_finish_if_done(struct archive_call *call)
-{
-	if (!call->output_done || !call->exited)
-		return;
-	close_call_input(call);
-	(void)!read(call->process.error_fd, call->errors, sizeof call->errors - 1);
-	char *newline = strchr(call->errors, '\n');
-	if (newline)
-		*newline = '\0';
-	close(call->process.error_fd);
-	close(call->process.output_fd);
-	event_free(call->output_event);
-	event_free(call->exit_event);
-	struct archive_call_result result = {
-		.output = call->output ? call->output : "",
-		.output_length = call->output_length,
-		.output_cut = call->output_cut,
-		.status = call->status,
-		.errors = call->errors,
-	};
-	call->done(&result, call->arg);
-	free(call->output);
-	free(call);
-	/* The caller frees its input (a manifest, an upload's buffer) once
-	 * done() has answered; then hand the heap back, so one big call does not leave boxd's
-	 * resident size high. A single one-shot timer, not a poll. */
-	struct timeval later = {.tv_usec = 200 * 1000};
-	event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
 }
 
 static void trim_heap(evutil_socket_t fd, short events, void *arg)
@@ -178,91 +155,246 @@ static void trim_heap(evutil_socket_t fd, short events, void *arg)
 	malloc_trim(0);
 }
 
-static void on_call_input(evutil_socket_t fd, short events, void *arg)
+static void answer_diff(struct archive_call *call);
+static void answer_extract(struct archive_call *call);
+
+static void call_free(struct archive_call *call)
 {
-	struct archive_call *call = arg;
-	while (call->body_sent < call->body_length) {
-		ssize_t wrote = write(fd, call->body + call->body_sent,
-				      call->body_length - call->body_sent);
-		if (wrote < 0) {
-			if (errno == EAGAIN)
-				return;
-			break; /* EPIPE: the worker stopped reading; its result says why */
-		}
-		call->body_sent += (size_t)wrote;
-	}
-	close_call_input(call);
+	free(call->output);
+	free(call->chunk);
+	free(call);
 }
 
-static void on_call_output(evutil_socket_t fd, short events, void *arg)
+/* Once the worker has exited and its output is read to the end: its
+ * result, to the caller. */
+static void finish_if_done(struct archive_call *call)
+{
+	if (!call->output_done || !call->exited)
+		return;
+	(void)!read(call->error_fd, call->errors, sizeof call->errors - 1);
+	char *newline = strchr(call->errors, '\n');
+	if (newline)
+		*newline = '\0';
+	close(call->error_fd);
+	close(call->output_fd);
+	event_free(call->output_event);
+	event_free(call->exit_event);
+	if (call->kind == CALL_CREATE) {
+		call->handlers->end(call->arg, call->status == 0,
+				    call->errors[0] ? call->errors : "the archive worker failed");
+		call_free(call);
+		return;
+	}
+	if (call->kind == CALL_DIFF)
+		answer_diff(call);
+	else
+		answer_extract(call);
+	call_free(call);
+	/* The caller frees its input (a manifest, an upload's buffer) once
+	 * done() has answered; then hand the heap back, so one big call does
+	 * not leave boxd's resident size high. A single one-shot timer, not a
+	 * poll. */
+	struct timeval later = {.tv_usec = 200 * 1000};
+	event_base_once(loop, -1, EV_TIMEOUT, trim_heap, NULL, &later);
+}
+
+static void collect(struct archive_call *call, const char *bytes, size_t length)
+{
+	size_t room = call->output_limit - call->output_length;
+	size_t take = length < room ? length : room;
+	call->output_cut |= take < length;
+	call->output = xrealloc(call->output, call->output_length + take + 1);
+	memcpy(call->output + call->output_length, bytes, take);
+	call->output_length += take;
+	call->output[call->output_length] = '\0';
+}
+
+static void on_output(evutil_socket_t fd, short events, void *arg)
 {
 	struct archive_call *call = arg;
-	char buffer[16384];
-	ssize_t got = read(fd, buffer, sizeof buffer);
-	if (got < 0 && errno == EAGAIN)
+	char small[16384];
+	char *buffer = call->chunk ? call->chunk : small;
+	size_t size = call->chunk ? STREAM_CHUNK : sizeof small;
+	ssize_t got = read(fd, buffer, size);
+	if (got < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (got > 0) {
-		size_t room = call->output_limit - call->output_length;
-		size_t take = (size_t)got < room ? (size_t)got : room;
-		call->output_cut |= take < (size_t)got;
-		call->output = xrealloc(call->output, call->output_length + take + 1);
-		memcpy(call->output + call->output_length, buffer, take);
-		call->output_length += take;
-		call->output[call->output_length] = '\0';
+		if (call->kind != CALL_CREATE)
+			collect(call, buffer, (size_t)got);
+		else if (!call->cancelled)
+			call->handlers->data(call->arg, buffer, (size_t)got);
 		return;
 	}
 	event_del(call->output_event);
 	call->output_done = true;
-	call_finish_if_done(call);
+	finish_if_done(call);
 }
 
-static void on_call_exit(evutil_socket_t fd, short events, void *arg)
+static void on_exit_event(evutil_socket_t fd, short events, void *arg)
 {
 	struct archive_call *call = arg;
-	call->status = archive_run_reap(&call->process);
+	call->status = helper_reap(call->pid_fd);
+	call->pid_fd = -1;
+	unprotect_process(call->pid);
 	call->exited = true;
-	call_finish_if_done(call);
+	finish_if_done(call);
+}
+
+/* Starts the worker for `call` and watches it; false (the call not freed)
+ * when it could not start. */
+static bool call_start(struct archive_call *call, const char *const args[], int input_fd,
+		       char *why, size_t why_size)
+{
+	bool started = spawn_worker(call, args, input_fd, why, why_size);
+	if (input_fd >= 0)
+		close(input_fd); /* the worker has its own copy */
+	if (!started)
+		return false;
+	call->output_event = event_new(loop, call->output_fd, EV_READ | EV_PERSIST, on_output, call);
+	call->exit_event = event_new(loop, call->pid_fd, EV_READ, on_exit_event, call);
+	event_add(call->output_event, NULL);
+	event_add(call->exit_event, NULL);
+	return true;
 }
 
 void archive_call_cancel(struct archive_call *call)
 {
-	/* The input goes with the caller: stop feeding it at once. */
-	call->body = NULL;
-	call->body_length = call->body_sent = 0;
-	close_call_input(call);
-	kill(call->process.pid, SIGKILL);
+	call->cancelled = true;
+	if (!call->exited)
+		kill(call->pid, SIGKILL);
+	if (!call->output_done)
+		event_add(call->output_event, NULL); /* read to the end, a paused stream too */
 }
 
-struct archive_call *archive_call(const char *const args[], const void *input,
-				  size_t input_length, int input_fd, size_t output_limit,
-				  archive_call_done_fn done, void *arg)
+void archive_call_pause(struct archive_call *call)
+{
+	if (!call->cancelled) /* a cancelled call reads to the end */
+		event_del(call->output_event);
+}
+
+void archive_call_resume(struct archive_call *call)
+{
+	if (!call->output_done)
+		event_add(call->output_event, NULL);
+}
+
+/* ---- what the answers say ---- */
+
+/* The worker's {"error":{"code","message"}}: its failure and sentence, or
+ * false when `json` is no such error. */
+static bool worker_error(const cJSON *json, enum failure *failure, const char **message)
+{
+	cJSON *error = cJSON_GetObjectItem(json, "error");
+	if (!error)
+		return false;
+	*failure = failure_from_code(cJSON_GetStringValue(cJSON_GetObjectItem(error, "code")));
+	*message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
+	return true;
+}
+
+static void answer_diff(struct archive_call *call)
+{
+	struct archive_diff_answer answer = {.json = call->output ? call->output : "",
+					     .length = call->output_length};
+	/* The usual answer, as it came: no parse. */
+	answer.ok = call->status == 0 && !call->output_cut &&
+		    (strncmp(answer.json, "{\"changed\":", 11) == 0 ||
+		     strncmp(answer.json, "{\"all\":", 7) == 0);
+	cJSON *json = answer.ok ? NULL : cJSON_ParseWithLength(answer.json, answer.length);
+	char why[1024];
+	if (json && worker_error(json, &answer.failure, &answer.message)) {
+		if (!answer.message)
+			answer.message = "the diff failed";
+	} else if (json && !call->output_cut) {
+		answer.ok = true; /* an answer, though the exit was not clean */
+	} else if (!answer.ok) {
+		snprintf(why, sizeof why, "the diff worker stopped without an answer (status %d%s%s)",
+			 call->status, call->errors[0] ? ": " : "", call->errors);
+		answer.failure = FAILURE_INTERNAL;
+		answer.message = why;
+	}
+	call->done.diff(call->arg, &answer);
+	cJSON_Delete(json);
+}
+
+static void answer_extract(struct archive_call *call)
+{
+	cJSON *json = cJSON_ParseWithLength(call->output ? call->output : "", call->output_length);
+	struct archive_extract_answer answer = {.answered = true};
+	char why[1024];
+	if (json && cJSON_IsTrue(cJSON_GetObjectItem(json, "ok"))) {
+		answer.ok = true;
+		answer.files = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(json, "files"));
+		answer.bytes = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(json, "bytes"));
+	} else if (worker_error(json, &answer.failure, &answer.message)) {
+		if (!answer.message)
+			answer.message = "the archive worker failed";
+	} else {
+		snprintf(why, sizeof why,
+			 "the archive worker stopped without a result (status %d%s%s)", call->status,
+			 call->errors[0] ? ": " : "", call->errors);
+		answer = (struct archive_extract_answer){.failure = FAILURE_INTERNAL, .message = why};
+	}
+	call->done.extract(call->arg, &answer);
+	cJSON_Delete(json);
+}
+
+/* A call whose worker did not start: done() hears it now, as a worker that
+ * ended without a word (status -1, the reason as its stderr). */
+static struct archive_call *not_started(struct archive_call *call, const char *why)
+{
+	call->status = -1;
+	snprintf(call->errors, sizeof call->errors, "%s", why);
+	if (call->kind == CALL_DIFF)
+		answer_diff(call);
+	else
+		answer_extract(call);
+	call_free(call);
+	return NULL;
+}
+
+/* ---- the calls ---- */
+
+struct archive_call *archive_client_diff(const char *dest, unsigned long limit, int manifest_fd,
+					 archive_diff_done_fn done, void *arg)
 {
 	struct archive_call *call = xcalloc(1, sizeof *call);
-	call->done = done;
-	call->arg = arg;
-	call->output_limit = output_limit;
+	*call = (struct archive_call){.kind = CALL_DIFF, .output_limit = DIFF_ANSWER_LIMIT,
+				      .done.diff = done, .arg = arg};
+	char limit_text[24], why[256];
+	snprintf(limit_text, sizeof limit_text, "%lu", limit);
+	const char *args[] = {"diff", settings->work_dir, dest[0] ? dest : ".", limit_text,
+			      cache_path, "--user", box_user(), NULL};
+	if (!call_start(call, args, manifest_fd, why, sizeof why))
+		return not_started(call, why);
+	return call;
+}
+
+struct archive_call *archive_client_extract(const char *dest, int input_fd,
+					    archive_extract_done_fn done, void *arg)
+{
+	struct archive_call *call = xcalloc(1, sizeof *call);
+	*call = (struct archive_call){.kind = CALL_EXTRACT, .output_limit = EXTRACT_ANSWER_LIMIT,
+				      .done.extract = done, .arg = arg};
 	char why[256];
-	bool started = archive_run_start(args, input_fd, &call->process, why, sizeof why);
-	if (input_fd >= 0)
-		close(input_fd);
-	if (!started) {
-		struct archive_call_result result = {.output = "", .status = -1, .errors = why};
-		done(&result, arg);
-		free(call);
+	const char *args[] = {"extract", settings->work_dir, dest[0] ? dest : ".",
+			      "--user", box_user(), "--cache", cache_path, NULL};
+	if (!call_start(call, args, input_fd, why, sizeof why))
+		return not_started(call, why);
+	return call;
+}
+
+struct archive_call *archive_client_create(const char *path,
+					   const struct archive_stream_handlers *handlers,
+					   void *arg, char *why, size_t why_size)
+{
+	struct archive_call *call = xcalloc(1, sizeof *call);
+	*call = (struct archive_call){.kind = CALL_CREATE, .handlers = handlers, .arg = arg,
+				      .chunk = xmalloc(STREAM_CHUNK)};
+	const char *args[] = {"create", settings->work_dir, path, NULL};
+	if (!call_start(call, args, -1, why, why_size)) {
+		call_free(call);
 		return NULL;
 	}
-	struct event_base *base = loop;
-	if (call->process.input_fd >= 0) {
-		call->body = input;
-		call->body_length = input_length;
-		call->input_event = event_new(base, call->process.input_fd, EV_WRITE | EV_PERSIST,
-					      on_call_input, call);
-		event_add(call->input_event, NULL);
-	}
-	call->output_event = event_new(base, call->process.output_fd, EV_READ | EV_PERSIST,
-				       on_call_output, call);
-	event_add(call->output_event, NULL);
-	call->exit_event = event_new(base, call->process.pid_fd, EV_READ, on_call_exit, call);
-	event_add(call->exit_event, NULL);
 	return call;
 }

@@ -1,8 +1,10 @@
+/* upload.c: an upload's extraction, from the worker's answer to the step
+ * and the caller's result. */
 #include "upload.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "archive-client.h"
 #include "config.h"
@@ -22,68 +24,41 @@ struct upload {
 	void *done_arg;
 };
 
-/* The worker's error code, as the outcome boxd answers with. */
-static enum upload_outcome outcome_of(const char *code)
-{
-	if (code && strcmp(code, "bad_request") == 0)
-		return UPLOAD_REFUSED;
-	if (code && strcmp(code, "disk_full") == 0)
-		return UPLOAD_DISK_FULL;
-	return UPLOAD_FAILED;
-}
-
-static void extracted(const struct archive_call_result *result, void *arg)
+static void extracted(void *arg, const struct archive_extract_answer *answer)
 {
 	struct upload *upload = arg;
 	const char *shown = upload->dest[0] ? upload->dest : "the work dir";
-	cJSON *json = cJSON_ParseWithLength(result->output, result->output_length);
-	cJSON *error = cJSON_GetObjectItem(json, "error");
-	struct upload_result answer = {.outcome = UPLOAD_FAILED};
+	struct upload_result result = {
+		.ok = answer->ok, .files = answer->files, .bytes = answer->bytes,
+		.dest = upload->dest[0] ? upload->dest : ".",
+		.failure = answer->failure, .message = answer->message,
+	};
 	char why[1024];
-	if (json && cJSON_IsTrue(cJSON_GetObjectItem(json, "ok"))) {
-		double files = cJSON_GetNumberValue(cJSON_GetObjectItem(json, "files"));
-		double bytes = cJSON_GetNumberValue(cJSON_GetObjectItem(json, "bytes"));
-		cJSON_AddStringToObject(json, "dest", upload->dest[0] ? upload->dest : ".");
-		steps_add("upload", "%.0f files (%.0f bytes) into %s", files, bytes, shown);
-		answer = (struct upload_result){.outcome = UPLOAD_DONE, .summary = json};
-		json = NULL;
-	} else if (error) {
-		const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(error, "code"));
-		const char *message = cJSON_GetStringValue(cJSON_GetObjectItem(error, "message"));
-		steps_add("upload", "refused into %s: %s", shown, message ? message : "?");
-		answer.outcome = outcome_of(code);
-		answer.message = message ? message : "the archive worker failed";
-		if (answer.outcome == UPLOAD_DISK_FULL) {
+	if (answer->ok) {
+		steps_add("upload", "%" PRIu64 " files (%" PRIu64 " bytes) into %s", answer->files,
+			  answer->bytes, shown);
+	} else if (answer->answered) {
+		/* A worker that was killed or crashed refused nothing: no step. */
+		steps_add("upload", "refused into %s: %s", shown, answer->message);
+		if (answer->failure == FAILURE_DISK_FULL) {
 			/* The worker names the entry; the caller needs the place too. */
 			snprintf(why, sizeof why, "the disk is full under %s%s%s: %s (free space there and "
 				 "retry)", settings->work_dir, upload->dest[0] ? "/" : "", upload->dest,
-				 answer.message);
-			answer.message = why;
+				 answer->message);
+			result.message = why;
 		}
-	} else {
-		snprintf(why, sizeof why, "the archive worker stopped without a result (status %d%s%s)",
-			 result->status, result->errors[0] ? ": " : "", result->errors);
-		answer.message = why;
 	}
-	upload->done(&answer, upload->done_arg);
-	cJSON_Delete(json);
+	upload->done(upload->done_arg, &result);
 	free(upload->dest);
 	free(upload);
 }
 
-struct archive_call *upload_extract(const char *dest, const void *archive, size_t length,
-				    int input_fd, upload_done_fn done, void *arg)
+struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done,
+				    void *arg)
 {
 	struct upload *upload = xcalloc(1, sizeof *upload);
 	upload->dest = xstrdup(dest);
 	upload->done = done;
 	upload->done_arg = arg;
-	char *cache = xasprintf("%s/hash-cache", settings->run_dir);
-	const char *args[] = {"extract", settings->work_dir, dest[0] ? dest : ".",
-			      "--user", settings->user ? settings->user : "root",
-			      "--cache", cache, NULL};
-	struct archive_call *call = archive_call(args, archive, length, input_fd, 4096, extracted,
-						 upload);
-	free(cache);
-	return call;
+	return archive_client_extract(dest, input_fd, extracted, upload);
 }

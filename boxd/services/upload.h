@@ -1,37 +1,40 @@
-/* upload.h: extracting an uploaded tar.gz into WORK/<dest> through the
- * sandboxed boxd-archive worker (POST /v1/sync/upload, resumable uploads). */
+/* upload.h: a caller's tar.gz extracted into WORK/<dest>, where both
+ * POST /v1/sync/upload and a resumable upload's finish end: the archive
+ * worker's call (archive-client.h), the step it leaves in the steps list,
+ * and the result worded for the caller. Loop thread only. */
 #ifndef BOXD_UPLOAD_H
 #define BOXD_UPLOAD_H
 
-#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
 
-#include <cjson/cJSON.h>
+#include "failure.h"
 
 struct archive_call;
 struct boxd_config;
 
-/* Extractions use the work dir, run dir and user of `config` (kept). */
+/* Messages name `config`'s work dir (kept, not copied). */
 void upload_init(const struct boxd_config *config);
 
-enum upload_outcome {
-	UPLOAD_DONE,     /* `summary` holds {"ok":true,"files","bytes","dest"} */
-	UPLOAD_REFUSED,  /* the archive itself is wrong (a path escaping dest...) */
-	UPLOAD_DISK_FULL, /* no space left where it was being written */
-	UPLOAD_FAILED,   /* the worker failed or stopped without a result */
-};
 struct upload_result {
-	enum upload_outcome outcome;
-	cJSON *summary;      /* UPLOAD_DONE only; done() takes it over */
-	const char *message; /* otherwise: why, as a sentence */
+	bool ok;
+	uint64_t files;   /* ok: regular files, symbolic links and hard links */
+	uint64_t bytes;   /* ok: regular file content written */
+	const char *dest; /* ok: relative to the work dir, "." for the work dir */
+	/* !ok: bad_request (the archive or dest refused), disk_full (the
+	 * sentence names the place and the entry) or internal; and why. */
+	enum failure failure;
+	const char *message;
 };
-typedef void (*upload_done_fn)(struct upload_result *result, void *arg);
+/* The result is valid during the call only. */
+typedef void (*upload_done_fn)(void *arg, const struct upload_result *result);
 
-/* Extracts `archive` (`length` bytes, kept until done() runs) or, when
- * `input_fd` >= 0, the file open on it (taken over) into WORK/<dest>, `dest`
- * relative to the work dir ("" for the work dir itself), and records the
- * step. done() runs once, on the loop. Returns the worker call (for
- * archive_call_cancel), or NULL when done() has run already. */
-struct archive_call *upload_extract(const char *dest, const void *archive, size_t length,
-				    int input_fd, upload_done_fn done, void *arg);
+/* Extracts the tar.gz read from `input_fd` (taken over: a pipe fed with a
+ * request's body, or a file) into WORK/<dest>, `dest` relative to the work
+ * dir ("" for the work dir itself), and records the step. done() runs once,
+ * on the loop. Returns the worker's call (for archive_call_cancel), or NULL
+ * when done() has run already. */
+struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done,
+				    void *arg);
 
 #endif

@@ -109,6 +109,61 @@ static void test_walk(int dest)
 	close(root);
 }
 
+/* A diff of many entries on four threads, as the worker runs one: cold
+ * (every thread stores hashes into the shared cache), warm (lookups only),
+ * and over the limit (the threads stop together). Some files are big enough
+ * to be hashed from a mapping. tests/tsan/run-archive runs this under
+ * ThreadSanitizer, which sees a race only where threads really meet. */
+static void test_threads(const char *root)
+{
+	char path[300];
+	snprintf(path, sizeof path, "%s/many", root);
+	mkdir(path, 0755);
+	int many = open(path, O_RDONLY | O_DIRECTORY);
+	sync_map_files();
+	char *manifest = NULL, *big = malloc(40000);
+	memset(big, 'b', 40000);
+	big[39999] = '\0';
+	unsigned char wrong[20] = {0};
+	for (int i = 0; i < 3000; i++) {
+		char dir[16], name[32], text[32];
+		snprintf(dir, sizeof dir, "d%d", i % 30);
+		mkdirat(many, dir, 0755);
+		snprintf(name, sizeof name, "d%d/f%d", i % 30, i);
+		snprintf(text, sizeof text, "file %d\n", i);
+		write_file(many, name, i % 100 == 1 ? big : text, 0644);
+		unsigned char hash[20];
+		char buffer[4096];
+		int fd = openat(many, name, O_RDONLY);
+		entry_hash_fd(fd, 0644, buffer, sizeof buffer, hash);
+		close(fd);
+		add_line(&manifest, i % 10 == 0 ? wrong : hash, name);
+	}
+	free(big);
+	usleep(30000); /* past the files' clock tick: their records are kept */
+	snprintf(path, sizeof path, "%s.many-cache", root);
+	struct hash_cache *cache = hash_cache_open(path);
+	struct sync_diff_result result;
+	for (int round = 0; round < 2; round++) {
+		sync_diff_run(many, manifest, strlen(manifest), 400, cache, 4, &result);
+		cJSON *changed = cJSON_GetObjectItem(result.answer, "changed");
+		CHECKF(cJSON_GetArraySize(changed) == 300, "round %d: %d changed", round,
+		       cJSON_GetArraySize(changed));
+		CHECKF(round == 0 ? result.hashed == 3000 && result.cache_hits == 0
+				  : result.hashed == 0 && result.cache_hits == 3000,
+		       "round %d: %lu hashed, %lu from the cache", round, result.hashed,
+		       result.cache_hits);
+		cJSON_Delete(result.answer);
+	}
+	char *answer = diff(many, manifest, cache, 100, &result);
+	CHECK(strcmp(answer, "{\"all\":true}") == 0);
+	free(answer);
+	hash_cache_close(cache);
+	unlink(path);
+	free(manifest);
+	close(many);
+}
+
 int main(void)
 {
 	char root[] = "/tmp/test-sync-XXXXXX";
@@ -209,6 +264,7 @@ int main(void)
 	unlinkat(dest, "out", 0);
 
 	test_walk(dest);
+	test_threads(root);
 
 	const char *why = NULL;
 	char *relative = work_path_relative("/work", "/work/app/", &why);
