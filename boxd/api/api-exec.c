@@ -89,7 +89,9 @@ static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_req
 		api_reply_bad_request(req, "cwd must be a string");
 		return false;
 	}
-	const char *given = cJSON_IsString(cwd) && *cwd->valuestring ? cwd->valuestring : NULL;
+	const char *given = cJSON_GetStringValue(cwd);
+	if (given && !*given)
+		given = NULL;
 	enum failure failure;
 	char error[PATH_MAX + 128];
 	if (!exec_request_cwd(r, given, &failure, error, sizeof error)) {
@@ -163,9 +165,10 @@ static struct exec_request *parse_request(struct api_request *req)
 		return NULL;
 	}
 	r->cmd = xstrdup(cmd->valuestring);
-	if (cJSON_IsString(stdin_item)) {
-		r->stdin_length = strlen(stdin_item->valuestring);
-		r->stdin_data = xstrdup(stdin_item->valuestring);
+	const char *stdin_text = cJSON_GetStringValue(stdin_item);
+	if (stdin_text) {
+		r->stdin_length = strlen(stdin_text);
+		r->stdin_data = xstrdup(stdin_text);
 	}
 	r->timeout_ms = (int64_t)timeout * 1000;
 	r->max_output_bytes = (size_t)max_output;

@@ -23,7 +23,7 @@ static void handle_put_lock(struct api_request *req)
 		api_reply_bad_request(req, "`note` must be a string");
 		return;
 	}
-	const char *text = cJSON_IsString(note) ? note->valuestring : NULL;
+	const char *text = cJSON_GetStringValue(note);
 	if (text && strlen(text) > NOTE_MAX) {
 		api_reply_bad_request(req, "`note` is longer than %d bytes", NOTE_MAX);
 		return;

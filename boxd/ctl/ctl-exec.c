@@ -151,10 +151,10 @@ static cJSON *parse_options(int argc, char **argv, bool *background, int *usage)
 		return NULL;
 	}
 	size_t length = 0;
-	for (int j = i; j < argc; j++)
+	for (int j = i; j < argc && argv[j]; j++)
 		length += strlen(argv[j]) + 1;
 	char *cmd = xcalloc(1, length + 1);
-	for (int j = i; j < argc; j++) {
+	for (int j = i; j < argc && argv[j]; j++) {
 		strcat(cmd, argv[j]);
 		if (j + 1 < argc)
 			strcat(cmd, " ");

@@ -8,7 +8,8 @@ static double number(const cJSON *object, const char *path1, const char *path2)
 	const cJSON *item = cJSON_GetObjectItem(object, path1);
 	if (path2)
 		item = item ? cJSON_GetObjectItem(item, path2) : NULL;
-	return cJSON_IsNumber(item) ? item->valuedouble : -1;
+	double value = cJSON_GetNumberValue(item); /* NaN when not a number */
+	return value == value ? value : -1;
 }
 
 static bool flag(const cJSON *object, const char *path1, const char *path2)

@@ -83,9 +83,8 @@ static bool collect_git(const char *dir, struct path_list *list)
 	FILE *stream = fdopen(out[0], "r");
 	char *item = NULL;
 	size_t size = 0;
-	ssize_t length;
 	struct path_list found = {0};
-	while ((length = getdelim(&item, &size, '\0', stream)) > 0)
+	while (getdelim(&item, &size, '\0', stream) > 0)
 		if (item[0])
 			list_add(&found, item);
 	free(item);

@@ -46,9 +46,9 @@ static void print_api_error(const struct client_response *response)
 	cJSON *error = json ? cJSON_GetObjectItem(json, "error") : NULL;
 	cJSON *message = error ? cJSON_GetObjectItem(error, "message") : NULL;
 	cJSON *code = error ? cJSON_GetObjectItem(error, "code") : NULL;
-	if (cJSON_IsString(message))
-		fprintf(stderr, "boxctl: %s (%s)\n", message->valuestring,
-			cJSON_IsString(code) ? code->valuestring : "error");
+	const char *text = cJSON_GetStringValue(message), *name = cJSON_GetStringValue(code);
+	if (text)
+		fprintf(stderr, "boxctl: %s (%s)\n", text, name ? name : "error");
 	else
 		fprintf(stderr, "boxctl: boxd answered HTTP %d\n", response->status);
 	cJSON_Delete(json);

@@ -458,7 +458,7 @@ void http_conn_close_all(void)
 
 pid_t http_conn_peer_pid(const struct http_conn *conn)
 {
-	struct sockaddr_storage address;
+	struct sockaddr_storage address = {0};
 	socklen_t length = sizeof address;
 	if (getsockname(conn->fd, (struct sockaddr *)&address, &length) != 0 ||
 	    address.ss_family != AF_UNIX)

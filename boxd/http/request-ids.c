@@ -94,14 +94,14 @@ struct request_id_entry *request_ids_find(const char *id)
 
 static void unlink_entry(struct request_id_entry *entry)
 {
-	if (entry->older)
-		entry->older->newer = entry->newer;
-	else
+	if (entry == oldest)
 		oldest = entry->newer;
-	if (entry->newer)
-		entry->newer->older = entry->older;
 	else
+		entry->older->newer = entry->newer;
+	if (entry == newest)
 		newest = entry->older;
+	else
+		entry->newer->older = entry->older;
 	entry_count--;
 	if (entry->done && !entry->body_dropped)
 		kept_bytes -= entry->body_length;
@@ -266,11 +266,14 @@ size_t request_ids_count(void)
 
 void request_ids_clear(void)
 {
-	while (oldest) {
-		struct request_id_entry *entry = oldest;
-		unlink_entry(entry);
+	struct request_id_entry *entry = oldest;
+	while (entry) {
+		struct request_id_entry *next = entry->newer;
 		free_entry(entry);
+		entry = next;
 	}
+	oldest = newest = NULL;
+	entry_count = 0;
 	kept_bytes = 0;
 }
 

@@ -132,11 +132,12 @@ static bool sink_add(struct body_sink *sink, const char *data, size_t length)
 			sink->stopped = true;
 		return true;
 	}
-	if (sink->length + length + 1 > sink->capacity) {
+	if (!sink->data || sink->length + length + 1 > sink->capacity) {
 		sink->capacity = (sink->length + length + 1) * 2;
 		sink->data = xrealloc(sink->data, sink->capacity);
 	}
-	memcpy(sink->data + sink->length, data, length);
+	if (length)
+		memcpy(sink->data + sink->length, data, length);
 	sink->length += length;
 	return true;
 }

@@ -262,7 +262,8 @@ static int running_procs(cJSON *health)
 {
 	cJSON *procs = cJSON_GetObjectItem(health, "procs");
 	cJSON *running = procs ? cJSON_GetObjectItem(procs, "running") : NULL;
-	return cJSON_IsNumber(running) ? running->valueint : 0;
+	double value = cJSON_GetNumberValue(running); /* NaN when not a number */
+	return value == value ? (int)value : 0;
 }
 
 static void add_activity(cJSON *health)

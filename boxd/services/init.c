@@ -63,7 +63,8 @@ const char *init_instance_id(void)
 static const char *state_string(const char *name)
 {
 	const cJSON *item = state ? cJSON_GetObjectItemCaseSensitive(state, name) : NULL;
-	return cJSON_IsString(item) && *item->valuestring ? item->valuestring : NULL;
+	const char *text = cJSON_GetStringValue(item);
+	return text && *text ? text : NULL;
 }
 
 const char *init_user(void)
