@@ -174,6 +174,21 @@ def unit(name, *props):
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
+def boxd_main_pid():
+    return int(unit("boxd.service", "MainPID")["MainPID"])
+
+
+def serving_again(old_pid):
+    """A new boxd answers health (the unit's MainPID moved on from old_pid)."""
+    pid = boxd_main_pid()
+    if pid in (0, old_pid):
+        return False
+    try:
+        return health(timeout=5)["ok"]
+    except Exception:  # noqa: BLE001 - not up yet
+        return False
+
+
 def boxd_pids():
     """boxd's main pid and the pids of its helper processes (not commands)."""
     main = int(unit("boxd.service", "MainPID")["MainPID"])

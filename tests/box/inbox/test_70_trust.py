@@ -12,7 +12,8 @@ import shlex
 import subprocess
 import time
 
-from boxtest import api, figure, health, request, run, sh, unit, wait_until
+from boxtest import (api, boxd_main_pid, figure, health, run, serving_again, sh,
+                     wait_until)
 
 CGROUP = "/sys/fs/cgroup"
 BOXD_CGROUP = f"{CGROUP}/system.slice/boxd.service"
@@ -30,20 +31,6 @@ c.request(sys.argv[1], sys.argv[2], body=sys.argv[3])
 r = c.getresponse()
 print(r.status, r.read().decode())
 """
-
-
-def boxd_main_pid():
-    return int(unit("boxd.service", "MainPID")["MainPID"])
-
-
-def serving_again(old_pid):
-    pid = boxd_main_pid()
-    if pid in (0, old_pid):
-        return False
-    try:
-        return health(timeout=5)["ok"]
-    except Exception:  # noqa: BLE001 - not up yet
-        return False
 
 
 def cgroup_of(pid):

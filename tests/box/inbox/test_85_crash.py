@@ -13,25 +13,11 @@ import subprocess
 import threading
 import time
 
-from boxtest import api, emit, figure, health, request, run, unit, wait_until
+from boxtest import (api, boxd_main_pid, emit, figure, health, request, run, serving_again,
+                     unit, wait_until)
 
 RUNS = "/work/boxtest-crash-runs"
 RUN_FILL = "/run/boxtest-fill"
-
-
-def boxd_main_pid():
-    return int(unit("boxd.service", "MainPID")["MainPID"])
-
-
-def serving_again(old_pid):
-    """The new boxd answers health (the unit's MainPID moved on)."""
-    pid = boxd_main_pid()
-    if pid in (0, old_pid):
-        return False
-    try:
-        return health(timeout=5)["ok"]
-    except Exception:  # noqa: BLE001 - not up yet
-        return False
 
 
 def call_in_thread(body, request_id):
