@@ -18,6 +18,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "failure.h"
 #include "helpers.h"
 #include "log.h"
 #include "protect.h"
@@ -101,13 +102,12 @@ void screen_client_on_stream(screen_client_stream_fn listener)
 	stream_listener = listener;
 }
 
-static void screen_answer_error(screen_client_done_fn done, void *arg, int status,
-				const char *code, const char *message)
+static void screen_answer_error(screen_client_done_fn done, void *arg, enum failure failure,
+				const char *message)
 {
 	cJSON *answer = cJSON_CreateObject();
 	cJSON *error = cJSON_AddObjectToObject(answer, "error");
-	cJSON_AddNumberToObject(error, "status", status);
-	cJSON_AddStringToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "code", failure_code(failure));
 	cJSON_AddStringToObject(error, "message", message);
 	done(arg, answer, NULL, 0);
 	cJSON_Delete(answer);
@@ -122,13 +122,13 @@ static void screen_tell(const cJSON *event, const void *payload, size_t length)
 }
 
 /* Every call still waiting gets `message`; the process record goes. */
-static void screen_worker_forget(struct screen_worker_process *worker, int status, const char *code,
+static void screen_worker_forget(struct screen_worker_process *worker, enum failure failure,
 				 const char *message)
 {
 	struct screen_call *call = worker->calls;
 	while (call) {
 		struct screen_call *next = call->next;
-		screen_answer_error(call->done, call->arg, status, code, message);
+		screen_answer_error(call->done, call->arg, failure, message);
 		free(call);
 		call = next;
 	}
@@ -144,15 +144,13 @@ static void screen_worker_exited(int status, void *arg)
 	if (worker->retired && done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		log_msg(LOG_LEVEL_INFO, "the screen worker (pid %d) exited after %d s unused",
 			(int)worker->pid, idle_seconds);
-		screen_worker_forget(worker, 500, "internal", "the screen worker exited");
+		screen_worker_forget(worker, FAILURE_INTERNAL, "the screen worker exited");
 		return;
 	}
 	char message[200];
-	int http_status = 500;
-	const char *code = "internal";
+	enum failure failure = FAILURE_INTERNAL;
 	if (done && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-		http_status = 503;
-		code = "display_unavailable";
+		failure = FAILURE_DISPLAY_UNAVAILABLE;
 		snprintf(message, sizeof message,
 			 "the X server went away; the screen works again once it is back");
 	} else if (done && WIFSIGNALED(status)) {
@@ -167,14 +165,14 @@ static void screen_worker_exited(int status, void *arg)
 			 "the screen worker stopped (status %d); it restarts on the next request",
 			 done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}
-	log_msg(http_status == 503 ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
+	log_msg(failure == FAILURE_DISPLAY_UNAVAILABLE ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
 		(int)worker->pid, message);
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "event", "worker_exit");
 	cJSON_AddStringToObject(event, "message", message);
 	screen_tell(event, NULL, 0);
 	cJSON_Delete(event);
-	screen_worker_forget(worker, http_status, code, message);
+	screen_worker_forget(worker, failure, message);
 }
 
 /* The worker's end closed (it exited) or the frames stopped making sense. */
@@ -373,7 +371,7 @@ void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
 	if (!current) {
 		cJSON_Delete(request);
 		/* Answer from the loop, never from inside the caller. */
-		screen_answer_error(done, arg, 500, "internal", error);
+		screen_answer_error(done, arg, FAILURE_INTERNAL, error);
 		return;
 	}
 	struct screen_call *call = xcalloc(1, sizeof *call);

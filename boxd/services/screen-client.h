@@ -27,7 +27,7 @@ void screen_client_init(struct event_base *base, const char *display, int idle_s
 void screen_client_start_ahead(void);
 
 /* Runs once with the worker's answer: either {"ok":true,...} with an
- * optional payload (an image), or {"error":{"status","code","message"}}
+ * optional payload (an image), or {"error":{"code","message"}}
  * (also made up by boxd when the worker cannot be reached). The answer and
  * payload are valid during the call only. */
 typedef void (*screen_client_done_fn)(void *arg, const cJSON *answer, const void *payload,
