@@ -128,53 +128,55 @@ static void screen_api_prepare(void)
 
 /* ---- shot ---- */
 
-static void screen_on_shot(void *arg, const cJSON *answer, const void *payload, size_t length)
+static void screen_on_shot(void *arg, const struct screen_shot *shot,
+			   const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		api_reply_failure(req, failed->failure, "%s", failed->message);
 		return;
 	}
 	char width[16], height[16];
-	snprintf(width, sizeof width, "%d", (int)screen_number(answer, "width"));
-	snprintf(height, sizeof height, "%d", (int)screen_number(answer, "height"));
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "contentType"));
+	snprintf(width, sizeof width, "%d", shot->width);
+	snprintf(height, sizeof height, "%d", shot->height);
 	steps_add("shot", "screenshot %sx%s %s, %zu KiB%s", width, height,
-		  type && strstr(type, "jpeg") ? "JPEG" : "PNG", (length + 1023) / 1024,
-		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")) ? " (unchanged)" : "");
+		  strstr(shot->content_type, "jpeg") ? "JPEG" : "PNG", (shot->length + 1023) / 1024,
+		  shot->cached ? " (unchanged)" : "");
 	api_add_header(req, "X-Width", width);
 	api_add_header(req, "X-Height", height);
 	/* Nothing was drawn since the last shot alike: its bytes, not re-encoded. */
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")))
+	if (shot->cached)
 		api_add_header(req, "X-Cached", "1");
-	api_reply_bytes(req, 200, type ? type : "application/octet-stream", payload, length);
+	api_reply_bytes(req, 200, shot->content_type, shot->data, shot->length);
 }
 
 static void handle_shot(struct api_request *req)
 {
-	static const char *const names[] = { "format", "quality", "scale", "x", "y", "w", "h", "cursor" };
 	screen_api_prepare();
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "shot");
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		const char *value = api_query(req, names[i]);
-		if (value)
-			cJSON_AddStringToObject(request, names[i], value);
-	}
-	screen_client_call(request, screen_on_shot, req);
+	struct screen_shot_options options = {
+		.format = api_query(req, "format"),
+		.quality = api_query(req, "quality"),
+		.scale = api_query(req, "scale"),
+		.x = api_query(req, "x"),
+		.y = api_query(req, "y"),
+		.w = api_query(req, "w"),
+		.h = api_query(req, "h"),
+		.cursor = api_query(req, "cursor"),
+	};
+	screen_shot(&options, screen_on_shot, req);
 }
 
 /* ---- input ---- */
 
-static void screen_on_input(void *arg, const cJSON *answer, const void *payload, size_t length)
+static void screen_on_input(void *arg, int performed, const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		api_reply_failure(req, failed->failure, "%s", failed->message);
 		return;
 	}
 	cJSON *reply = cJSON_CreateObject();
-	cJSON_AddNumberToObject(reply, "done", screen_number(answer, "done"));
+	cJSON_AddNumberToObject(reply, "done", performed);
 	api_reply_json(req, 200, reply);
 }
 
@@ -231,10 +233,7 @@ static void handle_input(struct api_request *req)
 	screen_summarise_input(actions, summary, sizeof summary);
 	steps_add("input", "%s%d actions: %s", person ? "the person (takeover): " : "",
 		  cJSON_GetArraySize(actions), summary);
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "input");
-	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
-	screen_client_call(request, screen_on_input, req);
+	screen_input(actions, screen_on_input, req);
 }
 
 /* ---- recording ---- */

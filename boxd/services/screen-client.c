@@ -34,9 +34,20 @@
  * well under it. */
 #define SCREEN_STUCK_SECONDS 180
 
+struct screen_call;
+/* Reads a call's answer (an error too) and runs the caller's callback. */
+typedef void (*screen_answered_fn)(const struct screen_call *call, const cJSON *answer,
+				   const void *payload, size_t length);
+
+/* A request on its way: its id, how to read its answer, whom to tell. */
 struct screen_call {
 	uint32_t id;
-	screen_client_done_fn done;
+	screen_answered_fn answered;
+	union {
+		screen_client_done_fn raw;
+		screen_shot_done_fn shot;
+		screen_input_done_fn input;
+	} done;
 	void *arg;
 	struct screen_call *next;
 };
@@ -102,14 +113,16 @@ void screen_client_on_stream(screen_client_stream_fn listener)
 	stream_listener = listener;
 }
 
-static void screen_answer_error(screen_client_done_fn done, void *arg, enum failure failure,
+/* Answers `call` with an error of boxd's own (the worker could not be
+ * started, or went away), in the worker's words, so one reader serves. */
+static void screen_answer_error(const struct screen_call *call, enum failure failure,
 				const char *message)
 {
 	cJSON *answer = cJSON_CreateObject();
 	cJSON *error = cJSON_AddObjectToObject(answer, "error");
 	cJSON_AddStringToObject(error, "code", failure_code(failure));
 	cJSON_AddStringToObject(error, "message", message);
-	done(arg, answer, NULL, 0);
+	call->answered(call, answer, NULL, 0);
 	cJSON_Delete(answer);
 }
 
@@ -128,7 +141,7 @@ static void screen_worker_forget(struct screen_worker_process *worker, enum fail
 	struct screen_call *call = worker->calls;
 	while (call) {
 		struct screen_call *next = call->next;
-		screen_answer_error(call->done, call->arg, failure, message);
+		screen_answer_error(call, failure, message);
 		free(call);
 		call = next;
 	}
@@ -243,7 +256,7 @@ static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 	if (worker->calls_tail == &call->next)
 		worker->calls_tail = link;
 	screen_watch_calls(worker);
-	call->done(call->arg, message, payload, length);
+	call->answered(call, message, payload, length);
 	free(call);
 }
 
@@ -363,31 +376,135 @@ static struct screen_worker_process *screen_worker_start(bool warm, char *error,
 	return worker;
 }
 
-void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
+/* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to
+ * the worker, starting the worker if needed; `call` says how its answer is
+ * read and whom it goes to. */
+static void screen_request(cJSON *request, struct screen_call call)
 {
 	char error[256];
 	if (!current)
 		current = screen_worker_start(false, error, sizeof error);
 	if (!current) {
 		cJSON_Delete(request);
-		/* Answer from the loop, never from inside the caller. */
-		screen_answer_error(done, arg, FAILURE_INTERNAL, error);
+		screen_answer_error(&call, FAILURE_INTERNAL, error);
 		return;
 	}
-	struct screen_call *call = xcalloc(1, sizeof *call);
-	call->id = ++last_id;
-	call->done = done;
-	call->arg = arg;
-	*current->calls_tail = call;
-	current->calls_tail = &call->next;
+	struct screen_call *waiting = xmalloc(sizeof *waiting);
+	*waiting = call;
+	waiting->id = ++last_id;
+	waiting->next = NULL;
+	*current->calls_tail = waiting;
+	current->calls_tail = &waiting->next;
 	/* New calls do not push a stuck worker's deadline further; answers do. */
 	if (!evtimer_pending(current->watchdog, NULL))
 		screen_watch_calls(current);
-	cJSON_AddNumberToObject(request, "id", call->id);
+	cJSON_AddNumberToObject(request, "id", waiting->id);
 	char *text = cJSON_PrintUnformatted(request);
 	cJSON_Delete(request);
 	struct screen_frame_header header = { (uint32_t)strlen(text), 0 };
 	bufferevent_write(current->channel, &header, sizeof header);
 	bufferevent_write(current->channel, text, header.json_length);
 	free(text);
+}
+
+/* ---- reading answers ---- */
+
+/* Said when the worker failed without a sentence (it always gives one). */
+#define SCREEN_NO_REASON "the screen worker failed without saying why"
+
+static double screen_number(const cJSON *object, const char *name)
+{
+	double value = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(object, name));
+	return value == value ? value : 0;
+}
+
+static const char *screen_string(const cJSON *object, const char *name)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, name));
+}
+
+/* True when `answer` is not a success; `failed` then says why (`fallback`
+ * when the worker gave no sentence). The failure is the code's. */
+static bool screen_failed(const cJSON *answer, const char *fallback, struct screen_failure *failed)
+{
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")))
+		return false;
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
+	const char *message = screen_string(error, "message");
+	failed->failure = failure_from_code(screen_string(error, "code"));
+	failed->message = message ? message : fallback;
+	return true;
+}
+
+static cJSON *screen_op(const char *op)
+{
+	cJSON *request = cJSON_CreateObject();
+	cJSON_AddStringToObject(request, "op", op);
+	return request;
+}
+
+static void screen_raw_answered(const struct screen_call *call, const cJSON *answer,
+				const void *payload, size_t length)
+{
+	call->done.raw(call->arg, answer, payload, length);
+}
+
+void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
+{
+	screen_request(request, (struct screen_call){ .answered = screen_raw_answered,
+						      .done.raw = done, .arg = arg });
+}
+
+/* ---- shots and input ---- */
+
+static void screen_shot_answered(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.shot(call->arg, NULL, &failed);
+		return;
+	}
+	const char *type = screen_string(answer, "contentType");
+	struct screen_shot shot = {
+		.width = (int)screen_number(answer, "width"),
+		.height = (int)screen_number(answer, "height"),
+		.content_type = type ? type : "application/octet-stream",
+		.cached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")),
+		.data = payload,
+		.length = length,
+	};
+	call->done.shot(call->arg, &shot, NULL);
+}
+
+void screen_shot(const struct screen_shot_options *options, screen_shot_done_fn done, void *arg)
+{
+	const char *const names[] = { "format", "quality", "scale", "x", "y", "w", "h", "cursor" };
+	const char *const values[] = { options->format, options->quality, options->scale,
+				       options->x, options->y, options->w, options->h,
+				       options->cursor };
+	cJSON *request = screen_op("shot");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (values[i])
+			cJSON_AddStringToObject(request, names[i], values[i]);
+	screen_request(request, (struct screen_call){ .answered = screen_shot_answered,
+						      .done.shot = done, .arg = arg });
+}
+
+static void screen_input_answered(const struct screen_call *call, const cJSON *answer,
+				  const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed))
+		call->done.input(call->arg, 0, &failed);
+	else
+		call->done.input(call->arg, (int)screen_number(answer, "done"), NULL);
+}
+
+void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg)
+{
+	cJSON *request = screen_op("input");
+	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
+	screen_request(request, (struct screen_call){ .answered = screen_input_answered,
+						      .done.input = done, .arg = arg });
 }
