@@ -57,6 +57,17 @@ struct live_viewer {
 };
 
 static struct live_pipe *pipes;
+
+/* Answers a worker's error answer with its code and message, `fallback`
+ * when it gave no message. */
+static void api_screen_reply_worker_error(struct api_request *req, const cJSON *answer,
+					  const char *fallback)
+{
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
+	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "code"));
+	const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message"));
+	api_reply_failure(req, failure_from_code(code), "%s", message ? message : fallback);
+}
 static uint8_t *live_copy(const void *data, size_t length)
 {
 	uint8_t *copy = xmalloc(length ? length : 1);

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 
 #include "failure.h"
+#include "health.h"
 #include "helpers.h"
 #include "log.h"
 #include "protect.h"
@@ -47,6 +48,7 @@ struct screen_call {
 		screen_client_done_fn raw;
 		screen_shot_done_fn shot;
 		screen_input_done_fn input;
+		screen_record_done_fn record;
 	} done;
 	void *arg;
 	struct screen_call *next;
@@ -63,7 +65,8 @@ struct screen_worker_process {
 
 static struct screen_worker_process *current; /* NULL: not running */
 static uint32_t last_id;
-static void (*event_listener)(const cJSON *event);
+static const struct screen_client_listener *listeners[SCREEN_CLIENT_LISTENERS];
+static int listener_count;
 static screen_client_stream_fn stream_listener;
 /* Given at screen_client_init. */
 static struct event_base *loop;
@@ -103,9 +106,11 @@ void screen_client_start_ahead(void)
 	}
 }
 
-void screen_client_on_event(void (*listener)(const cJSON *event))
+void screen_client_listen(const struct screen_client_listener *listener)
 {
-	event_listener = listener;
+	if (listener_count == SCREEN_CLIENT_LISTENERS)
+		abort(); /* a fixed, small set of services listen */
+	listeners[listener_count++] = listener;
 }
 
 void screen_client_on_stream(screen_client_stream_fn listener)
@@ -126,12 +131,41 @@ static void screen_answer_error(const struct screen_call *call, enum failure fai
 	cJSON_Delete(answer);
 }
 
+static void screen_read_figures(const cJSON *json, struct screen_record_figures *figures);
+
+/* A report from the worker ({"event": ...} but "idle"), told to those it
+ * concerns. */
 static void screen_tell(const cJSON *event, const void *payload, size_t length)
 {
-	if (event_listener)
-		event_listener(event);
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "event"));
+	if (name && strcmp(name, "display") == 0) {
+		/* The display came or went: the next health call probes anew. */
+		health_invalidate();
+	} else if (name && strcmp(name, "record_ended") == 0) {
+		struct screen_record_figures figures;
+		screen_read_figures(event, &figures);
+		for (int i = 0; i < listener_count; i++)
+			if (listeners[i]->record_ended)
+				listeners[i]->record_ended(&figures);
+	}
 	if (stream_listener)
 		stream_listener(event, payload, length);
+}
+
+/* The worker went away: `why` says how. */
+static void screen_tell_exit(const char *why)
+{
+	health_invalidate();
+	for (int i = 0; i < listener_count; i++)
+		if (listeners[i]->worker_exit)
+			listeners[i]->worker_exit(why);
+	if (stream_listener) {
+		cJSON *event = cJSON_CreateObject();
+		cJSON_AddStringToObject(event, "event", "worker_exit");
+		cJSON_AddStringToObject(event, "message", why);
+		stream_listener(event, NULL, 0);
+		cJSON_Delete(event);
+	}
 }
 
 /* Every call still waiting gets `message`; the process record goes. */
@@ -180,11 +214,7 @@ static void screen_worker_exited(int status, void *arg)
 	}
 	log_msg(failure == FAILURE_DISPLAY_UNAVAILABLE ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
 		(int)worker->pid, message);
-	cJSON *event = cJSON_CreateObject();
-	cJSON_AddStringToObject(event, "event", "worker_exit");
-	cJSON_AddStringToObject(event, "message", message);
-	screen_tell(event, NULL, 0);
-	cJSON_Delete(event);
+	screen_tell_exit(message);
 	screen_worker_forget(worker, failure, message);
 }
 
@@ -507,4 +537,73 @@ void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg)
 	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
 	screen_request(request, (struct screen_call){ .answered = screen_input_answered,
 						      .done.input = done, .arg = arg });
+}
+
+/* ---- recording ---- */
+
+static void screen_read_figures(const cJSON *json, struct screen_record_figures *figures)
+{
+	*figures = (struct screen_record_figures){
+		.path = screen_string(json, "path"),
+		.bytes = (int64_t)screen_number(json, "bytes"),
+		.measured = true,
+		.duration_ms = (int64_t)screen_number(json, "durationMs"),
+		.frames = (int64_t)screen_number(json, "frames"),
+		.dropped_frames = (int64_t)screen_number(json, "droppedFrames"),
+		.fps = (int)screen_number(json, "fps"),
+		.width = (int)screen_number(json, "width"),
+		.height = (int)screen_number(json, "height"),
+		.started_at = (int64_t)screen_number(json, "startedAt"),
+		.ended_by = screen_string(json, "endedBy"),
+		.error = screen_string(json, "error"),
+	};
+}
+
+static void screen_record_answered(const struct screen_call *call, const cJSON *answer,
+				   const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	struct screen_record_figures figures;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.record(call->arg, NULL, &failed);
+		return;
+	}
+	screen_read_figures(answer, &figures);
+	call->done.record(call->arg, &figures, NULL);
+}
+
+/* record_status's answer says whether one runs, with its figures if so. */
+static void screen_record_status_answered(const struct screen_call *call, const cJSON *answer,
+					  const void *payload, size_t length)
+{
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")) &&
+	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "recording")))
+		call->done.record(call->arg, NULL, NULL);
+	else
+		screen_record_answered(call, answer, payload, length);
+}
+
+void screen_record_start(const char *path, const cJSON *fps, const cJSON *max_sec,
+			 screen_record_done_fn done, void *arg)
+{
+	cJSON *request = screen_op("record_start");
+	cJSON_AddStringToObject(request, "path", path);
+	if (fps && !cJSON_IsNull(fps))
+		cJSON_AddItemToObject(request, "fps", cJSON_Duplicate(fps, true));
+	if (max_sec && !cJSON_IsNull(max_sec))
+		cJSON_AddItemToObject(request, "maxSec", cJSON_Duplicate(max_sec, true));
+	screen_request(request, (struct screen_call){ .answered = screen_record_answered,
+						      .done.record = done, .arg = arg });
+}
+
+void screen_record_stop(screen_record_done_fn done, void *arg)
+{
+	screen_request(screen_op("record_stop"), (struct screen_call){
+		.answered = screen_record_answered, .done.record = done, .arg = arg });
+}
+
+void screen_record_status(screen_record_done_fn done, void *arg)
+{
+	screen_request(screen_op("record_status"), (struct screen_call){
+		.answered = screen_record_status_answered, .done.record = done, .arg = arg });
 }

@@ -73,6 +73,54 @@ typedef void (*screen_input_done_fn)(void *arg, int performed, const struct scre
  * FAILURE_BAD_REQUEST naming its index, and nothing was done. */
 void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg);
 
+/* ---- recording ---- */
+
+/* A recording's figures (docs/screen.md, "Recording"). Strings are valid
+ * during the callback only. */
+struct screen_record_figures {
+	const char *path;
+	int64_t bytes;         /* of the file so far */
+	/* The rest is known when the worker told it; not when the worker died
+	 * mid-recording (boxd then knows only the file and why it ended). */
+	bool measured;
+	int64_t duration_ms, frames, dropped_frames;
+	int fps, width, height;
+	int64_t started_at;    /* ms since the epoch */
+	const char *ended_by;  /* "stop", "maxSec", "error", "display_lost"; NULL while running */
+	const char *error;     /* why it ended, when by an error or the worker's end; else NULL */
+};
+
+/* Exactly one of `figures` and `failed` is given, except for
+ * screen_record_status with nothing recording: neither. */
+typedef void (*screen_record_done_fn)(void *arg, const struct screen_record_figures *figures,
+				      const struct screen_failure *failed);
+/* Starts recording into `path` (absolute). `fps` and `max_sec` as the
+ * caller gave them (a number, or its digits as text; NULL or JSON null:
+ * the default), checked by the worker. The figures come once the first
+ * frame is in the file. */
+void screen_record_start(const char *path, const cJSON *fps, const cJSON *max_sec,
+			 screen_record_done_fn done, void *arg);
+/* Stops the recording and finishes its file: its final figures;
+ * FAILURE_CONFLICT when none runs. */
+void screen_record_stop(screen_record_done_fn done, void *arg);
+/* The figures so far of the recording running, if one is. */
+void screen_record_status(screen_record_done_fn done, void *arg);
+
+/* ---- what the worker reports by itself ---- */
+
+/* Each listener (NULL members are skipped) hears every report. Display
+ * changes are the client's own business: they make health probe afresh. */
+struct screen_client_listener {
+	/* A recording ended by itself (maxSec reached, an error). */
+	void (*record_ended)(const struct screen_record_figures *figures);
+	/* The worker went away (`why` says how); the calls still waiting
+	 * fail right after this. */
+	void (*worker_exit)(const char *why);
+};
+/* `listener` is kept, not copied. At most SCREEN_CLIENT_LISTENERS. */
+#define SCREEN_CLIENT_LISTENERS 4
+void screen_client_listen(const struct screen_client_listener *listener);
+
 /* Runs once with the worker's answer: either {"ok":true,...} with an
  * optional payload (an image), or {"error":{"code","message"}}
  * (also made up by boxd when the worker cannot be reached). The answer and
@@ -85,11 +133,6 @@ typedef void (*screen_client_done_fn)(void *arg, const cJSON *answer, const void
  * the loop when the answer comes, or before this returns when the worker
  * cannot be started. */
 void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg);
-
-/* Told whenever the worker reports something by itself: a "display" change
- * or a "record_ended" (maxSec reached, an error), and {"event":"worker_exit"}
- * when the worker went away. One listener (api-screen.c). */
-void screen_client_on_event(void (*listener)(const cJSON *event));
 
 /* Told of the same events with their payload: the live view's fragments
  * ({"event":"live",...} with the MP4 bytes) and "worker_exit". One
