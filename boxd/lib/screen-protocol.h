@@ -28,4 +28,8 @@ struct screen_frame_header {
 /* The worker's end of the socketpair, as boxd hands it over. */
 #define SCREEN_WORKER_FD 3
 
+/* The worker's exit status when the X server it was connected to went
+ * away: boxd answers the calls left with display_unavailable. */
+#define SCREEN_EXIT_X_LOST 3
+
 #endif

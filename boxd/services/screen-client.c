@@ -1,18 +1,14 @@
-/* screen-client.c: starts boxd-screen and exchanges frames with it over a
- * non-blocking socketpair (bufferevent). */
+/* screen-client.c: boxd-screen's client: its requests, answers and
+ * reports, in frames over a non-blocking socketpair (bufferevent); the
+ * worker's life around them (started on demand, retired when idle, killed
+ * when stuck). Starting it is screen-spawn.c's. */
 #include "screen-client.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -24,6 +20,7 @@
 #include "log.h"
 #include "protect.h"
 #include "screen-protocol.h"
+#include "screen-spawn.h"
 #include "xalloc.h"
 
 
@@ -74,18 +71,6 @@ static const char *display_name;
 static int idle_seconds;
 
 static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size);
-
-/* True when the display's server is there to connect to now: its local
- * socket exists, or the display is reached over the network (not checked). */
-static bool screen_display_present(const char *display)
-{
-	if (display[0] != ':' && strncmp(display, "unix:", 5) != 0)
-		return true;
-	long number = strtol(strchr(display, ':') + 1, NULL, 10);
-	char path[64];
-	snprintf(path, sizeof path, "/tmp/.X11-unix/X%ld", number);
-	return access(path, F_OK) == 0;
-}
 
 void screen_client_init(struct event_base *base, const char *display, int idle_sec)
 {
@@ -186,34 +171,17 @@ static void screen_worker_forget(struct screen_worker_process *worker, enum fail
 static void screen_worker_exited(int status, void *arg)
 {
 	struct screen_worker_process *worker = arg;
-	bool done = status >= 0;
 	unprotect_process(worker->pid);
-	if (worker->retired && done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	if (worker->retired && status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		log_msg(LOG_LEVEL_INFO, "the screen worker (pid %d) exited after %d s unused",
 			(int)worker->pid, idle_seconds);
 		screen_worker_forget(worker, FAILURE_INTERNAL, "the screen worker exited");
 		return;
 	}
 	char message[200];
-	enum failure failure = FAILURE_INTERNAL;
-	if (done && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-		failure = FAILURE_DISPLAY_UNAVAILABLE;
-		snprintf(message, sizeof message,
-			 "the X server went away; the screen works again once it is back");
-	} else if (done && WIFSIGNALED(status)) {
-		snprintf(message, sizeof message,
-			 "the screen worker was ended by signal %d; it restarts on the next request",
-			 WTERMSIG(status));
-	} else if (done && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-		snprintf(message, sizeof message,
-			 "cannot start the screen worker boxd-screen; is boxd installed completely?");
-	} else {
-		snprintf(message, sizeof message,
-			 "the screen worker stopped (status %d); it restarts on the next request",
-			 done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	}
-	log_msg(failure == FAILURE_DISPLAY_UNAVAILABLE ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
-		(int)worker->pid, message);
+	enum failure failure = screen_exit_meaning(status, message, sizeof message);
+	log_msg(failure == FAILURE_DISPLAY_UNAVAILABLE ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING,
+		"screen worker %d: %s", (int)worker->pid, message);
 	screen_tell_exit(message);
 	screen_worker_forget(worker, failure, message);
 }
@@ -338,66 +306,17 @@ static void screen_on_channel_event(struct bufferevent *channel, short what, voi
 		screen_worker_lost(arg);
 }
 
-/* Resolved once, before the first fork, so the child only execs. */
-static const char *screen_program(void)
-{
-	static char *path;
-	if (!path)
-		path = helper_path("boxd-screen");
-	return path;
-}
-
-/* Starts boxd-screen with `child_end` as its fd 3, the only descriptor it
- * inherits besides stdin, stdout and stderr. */
-static int screen_spawn(int child_end, bool warm, pid_t *pid)
-{
-	posix_spawn_file_actions_t actions;
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_adddup2(&actions, child_end, SCREEN_WORKER_FD);
-	posix_spawn_file_actions_addclosefrom_np(&actions, SCREEN_WORKER_FD + 1);
-	posix_spawnattr_t attributes;
-	helper_spawn_attributes(&attributes);
-	char idle[16];
-	snprintf(idle, sizeof idle, "%d", idle_seconds);
-	char *argv[] = {"boxd-screen", "--display", (char *)display_name, "--idle-exit", idle,
-			warm ? "--warm" : NULL, NULL};
-	int failed = posix_spawn(pid, screen_program(), &actions, &attributes, argv, environ);
-	posix_spawn_file_actions_destroy(&actions);
-	posix_spawnattr_destroy(&attributes);
-	return failed;
-}
-
 static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size)
 {
-	screen_program();
-	int ends[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0) {
-		snprintf(error, error_size, "cannot make a socketpair for the screen worker: %s",
-			 strerror(errno));
-		return NULL;
-	}
-	/* Keep the child's end off fd 3 so dup2 really clears close-on-exec. */
-	if (ends[1] == SCREEN_WORKER_FD) {
-		int moved = fcntl(ends[1], F_DUPFD_CLOEXEC, SCREEN_WORKER_FD + 1);
-		close(ends[1]);
-		ends[1] = moved;
-	}
 	pid_t pid;
-	int failed = screen_spawn(ends[1], warm, &pid);
-	close(ends[1]);
-	if (failed) {
-		snprintf(error, error_size,
-			 "cannot start the screen worker %s (%s); is boxd installed completely?",
-			 screen_program(), strerror(failed));
-		close(ends[0]);
+	int fd = screen_spawn(display_name, idle_seconds, warm, &pid, error, error_size);
+	if (fd < 0)
 		return NULL;
-	}
-	evutil_make_socket_nonblocking(ends[0]);
 	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);
 	worker->pid = pid;
 	protect_process(pid);
 	worker->calls_tail = &worker->calls;
-	worker->channel = bufferevent_socket_new(loop, ends[0], BEV_OPT_CLOSE_ON_FREE);
+	worker->channel = bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
 	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
 	worker->watchdog = evtimer_new(loop, screen_on_stuck, worker);
