@@ -42,10 +42,10 @@ struct screen_call {
 	uint32_t id;
 	screen_answered_fn answered;
 	union {
-		screen_client_done_fn raw;
 		screen_shot_done_fn shot;
 		screen_input_done_fn input;
 		screen_record_done_fn record;
+		screen_live_started_fn live;
 	} done;
 	void *arg;
 	struct screen_call *next;
@@ -64,7 +64,6 @@ static struct screen_worker_process *current; /* NULL: not running */
 static uint32_t last_id;
 static const struct screen_client_listener *listeners[SCREEN_CLIENT_LISTENERS];
 static int listener_count;
-static screen_client_stream_fn stream_listener;
 /* Given at screen_client_init. */
 static struct event_base *loop;
 static const char *display_name;
@@ -98,11 +97,6 @@ void screen_client_listen(const struct screen_client_listener *listener)
 	listeners[listener_count++] = listener;
 }
 
-void screen_client_on_stream(screen_client_stream_fn listener)
-{
-	stream_listener = listener;
-}
-
 /* Answers `call` with an error of boxd's own (the worker could not be
  * started, or went away), in the worker's words, so one reader serves. */
 static void screen_answer_error(const struct screen_call *call, enum failure failure,
@@ -117,6 +111,7 @@ static void screen_answer_error(const struct screen_call *call, enum failure fai
 }
 
 static void screen_read_figures(const cJSON *json, struct screen_record_figures *figures);
+static void screen_tell_live(const cJSON *event, const void *payload, size_t length);
 
 /* A report from the worker ({"event": ...} but "idle"), told to those it
  * concerns. */
@@ -132,9 +127,9 @@ static void screen_tell(const cJSON *event, const void *payload, size_t length)
 		for (int i = 0; i < listener_count; i++)
 			if (listeners[i]->record_ended)
 				listeners[i]->record_ended(&figures);
+	} else if (name && strcmp(name, "live") == 0) {
+		screen_tell_live(event, payload, length);
 	}
-	if (stream_listener)
-		stream_listener(event, payload, length);
 }
 
 /* The worker went away: `why` says how. */
@@ -144,13 +139,6 @@ static void screen_tell_exit(const char *why)
 	for (int i = 0; i < listener_count; i++)
 		if (listeners[i]->worker_exit)
 			listeners[i]->worker_exit(why);
-	if (stream_listener) {
-		cJSON *event = cJSON_CreateObject();
-		cJSON_AddStringToObject(event, "event", "worker_exit");
-		cJSON_AddStringToObject(event, "message", why);
-		stream_listener(event, NULL, 0);
-		cJSON_Delete(event);
-	}
 }
 
 /* Every call still waiting gets `message`; the process record goes. */
@@ -392,18 +380,6 @@ static cJSON *screen_op(const char *op)
 	return request;
 }
 
-static void screen_raw_answered(const struct screen_call *call, const cJSON *answer,
-				const void *payload, size_t length)
-{
-	call->done.raw(call->arg, answer, payload, length);
-}
-
-void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
-{
-	screen_request(request, (struct screen_call){ .answered = screen_raw_answered,
-						      .done.raw = done, .arg = arg });
-}
-
 /* ---- shots and input ---- */
 
 static void screen_shot_answered(const struct screen_call *call, const cJSON *answer,
@@ -525,4 +501,88 @@ void screen_record_status(screen_record_done_fn done, void *arg)
 {
 	screen_request(screen_op("record_status"), (struct screen_call){
 		.answered = screen_record_status_answered, .done.record = done, .arg = arg });
+}
+
+/* ---- the live screen ---- */
+
+static void screen_tell_live(const cJSON *event, const void *payload, size_t length)
+{
+	static const char *const kinds[] = {
+		[SCREEN_LIVE_INIT] = "init", [SCREEN_LIVE_FRAGMENT] = "fragment",
+		[SCREEN_LIVE_ENDED] = "ended",
+	};
+	double live = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(event, "live"));
+	const char *kind = screen_string(event, "kind");
+	if (live != live || !kind)
+		return;
+	struct screen_live_piece piece = {
+		.live = (int)live,
+		.key = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(event, "key")),
+		.error = screen_string(event, "error"),
+		.data = payload,
+		.length = length,
+	};
+	size_t k = 0;
+	while (k < sizeof kinds / sizeof kinds[0] && strcmp(kind, kinds[k]) != 0)
+		k++;
+	if (k == sizeof kinds / sizeof kinds[0])
+		return;
+	piece.kind = (enum screen_live_kind)k;
+	for (int i = 0; i < listener_count; i++)
+		if (listeners[i]->live)
+			listeners[i]->live(&piece);
+}
+
+static void screen_live_answered(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, "the live view did not start", &failed)) {
+		call->done.live(call->arg, NULL, &failed);
+		return;
+	}
+	/* The name goes into a header: only what an avc1 name is made of. */
+	const char *codec = screen_string(answer, "codec");
+	bool usable = codec && strlen(codec) < 20 &&
+		      codec[strspn(codec, "avc1.0123456789abcdef")] == '\0';
+	struct screen_live_stream stream = {
+		.width = (int)screen_number(answer, "width"),
+		.height = (int)screen_number(answer, "height"),
+		.started_at = (int64_t)screen_number(answer, "startedAt"),
+		.codec = usable ? codec : NULL,
+	};
+	call->done.live(call->arg, &stream, NULL);
+}
+
+void screen_live_start(int live, int fps, double scale, screen_live_started_fn done, void *arg)
+{
+	cJSON *request = screen_op("live_start");
+	cJSON_AddNumberToObject(request, "live", live);
+	cJSON_AddNumberToObject(request, "fps", fps);
+	cJSON_AddNumberToObject(request, "scale", scale);
+	screen_request(request, (struct screen_call){ .answered = screen_live_answered,
+						      .done.live = done, .arg = arg });
+}
+
+/* live_key and live_stop: their answers tell nothing the caller needs. */
+static void screen_ignore_answer(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+}
+
+static void screen_live_tell(const char *op, int live)
+{
+	cJSON *request = screen_op(op);
+	cJSON_AddNumberToObject(request, "live", live);
+	screen_request(request, (struct screen_call){ .answered = screen_ignore_answer });
+}
+
+void screen_live_key(int live)
+{
+	screen_live_tell("live_key", live);
+}
+
+void screen_live_stop(int live)
+{
+	screen_live_tell("live_stop", live);
 }

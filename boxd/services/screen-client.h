@@ -106,6 +106,43 @@ void screen_record_stop(screen_record_done_fn done, void *arg);
 /* The figures so far of the recording running, if one is. */
 void screen_record_status(screen_record_done_fn done, void *arg);
 
+/* ---- the live screen ---- */
+
+/* A live capture as it started (docs/screen.md, "The live screen"). */
+struct screen_live_stream {
+	int width, height;
+	int64_t started_at;    /* ms since the epoch of the stream's time 0 */
+	const char *codec;     /* its RFC 6381 name, "avc1.PPCCLL"; NULL when none fit to send */
+};
+
+/* Exactly one of `stream` and `failed` is given; both valid during the call. */
+typedef void (*screen_live_started_fn)(void *arg, const struct screen_live_stream *stream,
+				       const struct screen_failure *failed);
+/* Starts a capture that the caller numbers `live`, at most `fps` frames a
+ * second, scaled by `scale`. Its init segment and first keyframe come as
+ * reports (the listeners' `live`) before the answer. */
+void screen_live_start(int live, int fps, double scale, screen_live_started_fn done, void *arg);
+/* Asks capture `live` for a keyframe soon; its answer tells nothing. */
+void screen_live_key(int live);
+/* Stops capture `live` and frees what it holds in the worker. */
+void screen_live_stop(int live);
+
+enum screen_live_kind {
+	SCREEN_LIVE_INIT,      /* the init segment (ftyp+moov) */
+	SCREEN_LIVE_FRAGMENT,  /* one frame: moof+mdat */
+	SCREEN_LIVE_ENDED,     /* the capture ended by itself */
+};
+
+/* A piece of a capture's stream, fragmented MP4; valid during the call. */
+struct screen_live_piece {
+	int live;
+	enum screen_live_kind kind;
+	bool key;              /* a fragment that starts with a keyframe */
+	const char *error;     /* SCREEN_LIVE_ENDED: why, if said */
+	const void *data;
+	size_t length;
+};
+
 /* ---- what the worker reports by itself ---- */
 
 /* Each listener (NULL members are skipped) hears every report. Display
@@ -113,6 +150,8 @@ void screen_record_status(screen_record_done_fn done, void *arg);
 struct screen_client_listener {
 	/* A recording ended by itself (maxSec reached, an error). */
 	void (*record_ended)(const struct screen_record_figures *figures);
+	/* A live capture's piece. */
+	void (*live)(const struct screen_live_piece *piece);
 	/* The worker went away (`why` says how); the calls still waiting
 	 * fail right after this. */
 	void (*worker_exit)(const char *why);
@@ -120,24 +159,5 @@ struct screen_client_listener {
 /* `listener` is kept, not copied. At most SCREEN_CLIENT_LISTENERS. */
 #define SCREEN_CLIENT_LISTENERS 4
 void screen_client_listen(const struct screen_client_listener *listener);
-
-/* Runs once with the worker's answer: either {"ok":true,...} with an
- * optional payload (an image), or {"error":{"code","message"}}
- * (also made up by boxd when the worker cannot be reached). The answer and
- * payload are valid during the call only. */
-typedef void (*screen_client_done_fn)(void *arg, const cJSON *answer, const void *payload,
-				      size_t length);
-
-/* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to the
- * worker, starting the worker if needed. `done` always runs exactly once: on
- * the loop when the answer comes, or before this returns when the worker
- * cannot be started. */
-void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg);
-
-/* Told of the same events with their payload: the live view's fragments
- * ({"event":"live",...} with the MP4 bytes) and "worker_exit". One
- * listener (api-screen-live.c). */
-typedef void (*screen_client_stream_fn)(const cJSON *event, const void *payload, size_t length);
-void screen_client_on_stream(screen_client_stream_fn listener);
 
 #endif
