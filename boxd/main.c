@@ -22,6 +22,7 @@
 #include "log.h"
 #include "notify.h"
 #include "protect.h"
+#include "recording.h"
 #include "report.h"
 #include "resumable-uploads.h"
 #include "screen-client.h"
@@ -107,6 +108,7 @@ static bool start_services(void)
 	secrets_init(config.run_dir, config.work_dir);
 	archive_client_init(base, &config);
 	screen_client_init(base, config.display, config.screen_idle_sec);
+	recording_init(config.work_dir);
 	/* Before boxd starts any process: each is recorded there as it starts. */
 	protect_init(config.run_dir);
 	notify_on_watchdog(protect_stay_home);

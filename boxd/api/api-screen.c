@@ -2,179 +2,76 @@
  * POST /v1/screen/record/start|stop, GET /v1/screen/record (and the route
  * of GET /v1/screen/live, which api-screen-live.c serves).
  *
- * The work itself happens in the screen worker (screen-client.h); here are
- * the HTTP shapes, the one-recording-at-a-time rule, steps and health. */
-#include <errno.h>
-#include <inttypes.h>
+ * The work happens in the screen worker (screen-client.h), the recording's
+ * state is recording.h's; here are the HTTP shapes, the lock rule for
+ * input, and the steps of shots and input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "api.h"
 #include "router.h"
 #include "api-screen-live.h"
-#include "config.h"
-#include "clock.h"
-#include "health.h"
 #include "lock.h"
-#include "log.h"
-#include "random-id.h"
+#include "recording.h"
 #include "screen-client.h"
 #include "steps.h"
-#include "xalloc.h"
 
-/* The recording, as boxd knows it. `ended` holds the figures of one that
- * ended by itself (maxSec, an error, the X server gone) until a stop
- * collects them. */
-static struct {
-	bool starting, running, stopping;
-	char *id;
-	char *path;
-	cJSON *ended;
-} recording;
-
-static bool screen_api_ready;
-
-void api_screen_reply_worker_error(struct api_request *req, const cJSON *answer,
-				   const char *fallback)
+static void screen_reply_failure(struct api_request *req, const struct screen_failure *failed)
 {
-	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
-	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "code"));
-	const char *message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(error, "message"));
-	api_reply_failure(req, failure_from_code(code), "%s", message ? message : fallback);
-}
-
-static void screen_reply_worker_error(struct api_request *req, const cJSON *answer)
-{
-	api_screen_reply_worker_error(req, answer, "the screen worker failed without saying why");
-}
-
-static bool screen_answer_ok(const cJSON *answer)
-{
-	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok"));
-}
-
-static double screen_number(const cJSON *object, const char *name)
-{
-	double value = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(object, name));
-	return value == value ? value : 0;
-}
-
-/* ---- recording state, health and the worker's own reports ---- */
-
-static void screen_recording_clear(void)
-{
-	free(recording.id);
-	free(recording.path);
-	recording.id = recording.path = NULL;
-	recording.running = recording.stopping = false;
-}
-
-static void screen_keep_ended(cJSON *figures, const char *why)
-{
-	cJSON_Delete(recording.ended);
-	recording.ended = figures;
-	cJSON_DeleteItemFromObject(figures, "event");
-	cJSON_DeleteItemFromObject(figures, "id");
-	cJSON_DeleteItemFromObject(figures, "ok");
-	cJSON_AddStringToObject(figures, "recordingId", recording.id);
-	steps_add("record", "recording %s ended by itself (%s) after %.1f s", recording.id, why,
-		  screen_number(figures, "durationMs") / 1000.0);
-	screen_recording_clear();
-}
-
-static void screen_on_event(const cJSON *event)
-{
-	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "event"));
-	if (!name)
-		return;
-	if (strcmp(name, "display") == 0) {
-		health_invalidate();
-	} else if (strcmp(name, "record_ended") == 0 && recording.running) {
-		const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "endedBy"));
-		screen_keep_ended(cJSON_Duplicate(event, true), why ? why : "?");
-	} else if (strcmp(name, "worker_exit") == 0) {
-		health_invalidate();
-		if (!recording.running)
-			return;
-		/* The file stays playable up to its last complete second. */
-		cJSON *figures = cJSON_CreateObject();
-		struct stat info;
-		cJSON_AddStringToObject(figures, "path", recording.path);
-		cJSON_AddNumberToObject(figures, "bytes",
-					stat(recording.path, &info) == 0 ? (double)info.st_size : 0);
-		cJSON_AddStringToObject(figures, "endedBy", "display_lost");
-		cJSON_AddStringToObject(figures, "error",
-					cJSON_GetStringValue(cJSON_GetObjectItem(event, "message")));
-		screen_keep_ended(figures, "the screen worker stopped");
-	}
-}
-
-static void screen_health(cJSON *health)
-{
-	cJSON_ReplaceItemInObjectCaseSensitive(health, "recording",
-					       cJSON_CreateBool(recording.running));
-}
-
-static void screen_api_prepare(void)
-{
-	if (screen_api_ready)
-		return;
-	screen_api_ready = true;
-	screen_client_on_event(screen_on_event);
-	health_register(screen_health);
+	api_reply_failure(req, failed->failure, "%s", failed->message);
 }
 
 /* ---- shot ---- */
 
-static void screen_on_shot(void *arg, const cJSON *answer, const void *payload, size_t length)
+static void screen_on_shot(void *arg, const struct screen_shot *shot,
+			   const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		screen_reply_failure(req, failed);
 		return;
 	}
 	char width[16], height[16];
-	snprintf(width, sizeof width, "%d", (int)screen_number(answer, "width"));
-	snprintf(height, sizeof height, "%d", (int)screen_number(answer, "height"));
-	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "contentType"));
+	snprintf(width, sizeof width, "%d", shot->width);
+	snprintf(height, sizeof height, "%d", shot->height);
 	steps_add("shot", "screenshot %sx%s %s, %zu KiB%s", width, height,
-		  type && strstr(type, "jpeg") ? "JPEG" : "PNG", (length + 1023) / 1024,
-		  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")) ? " (unchanged)" : "");
+		  strstr(shot->content_type, "jpeg") ? "JPEG" : "PNG", (shot->length + 1023) / 1024,
+		  shot->cached ? " (unchanged)" : "");
 	api_add_header(req, "X-Width", width);
 	api_add_header(req, "X-Height", height);
 	/* Nothing was drawn since the last shot alike: its bytes, not re-encoded. */
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")))
+	if (shot->cached)
 		api_add_header(req, "X-Cached", "1");
-	api_reply_bytes(req, 200, type ? type : "application/octet-stream", payload, length);
+	api_reply_bytes(req, 200, shot->content_type, shot->data, shot->length);
 }
 
 static void handle_shot(struct api_request *req)
 {
-	static const char *const names[] = { "format", "quality", "scale", "x", "y", "w", "h", "cursor" };
-	screen_api_prepare();
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "shot");
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		const char *value = api_query(req, names[i]);
-		if (value)
-			cJSON_AddStringToObject(request, names[i], value);
-	}
-	screen_client_call(request, screen_on_shot, req);
+	struct screen_shot_options options = {
+		.format = api_query(req, "format"),
+		.quality = api_query(req, "quality"),
+		.scale = api_query(req, "scale"),
+		.x = api_query(req, "x"),
+		.y = api_query(req, "y"),
+		.w = api_query(req, "w"),
+		.h = api_query(req, "h"),
+		.cursor = api_query(req, "cursor"),
+	};
+	screen_shot(&options, screen_on_shot, req);
 }
 
 /* ---- input ---- */
 
-static void screen_on_input(void *arg, const cJSON *answer, const void *payload, size_t length)
+static void screen_on_input(void *arg, int performed, const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		screen_reply_failure(req, failed);
 		return;
 	}
 	cJSON *reply = cJSON_CreateObject();
-	cJSON_AddNumberToObject(reply, "done", screen_number(answer, "done"));
+	cJSON_AddNumberToObject(reply, "done", performed);
 	api_reply_json(req, 200, reply);
 }
 
@@ -226,62 +123,30 @@ static void handle_input(struct api_request *req)
 		api_reply_bad_request(req, "the body needs \"actions\": an array such as [{\"type\":\"click\"}]");
 		return;
 	}
-	screen_api_prepare();
 	char summary[400];
 	screen_summarise_input(actions, summary, sizeof summary);
 	steps_add("input", "%s%d actions: %s", person ? "the person (takeover): " : "",
 		  cJSON_GetArraySize(actions), summary);
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "input");
-	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
-	screen_client_call(request, screen_on_input, req);
+	screen_input(actions, screen_on_input, req);
 }
 
 /* ---- recording ---- */
 
-/* Creates WORK/.sbx/recordings and names a new file there. */
-static bool screen_new_recording(const char *work, char **id, char **path, char *error,
-				 size_t error_size)
-{
-	char *sbx = xasprintf("%s/.sbx", work);
-	char *directory = xasprintf("%s/.sbx/recordings", work);
-	bool ok = (mkdir(sbx, 0755) == 0 || errno == EEXIST) &&
-		  (mkdir(directory, 0755) == 0 || errno == EEXIST);
-	if (!ok)
-		snprintf(error, error_size, "cannot create %s: %s", directory, strerror(errno));
-	char random[9];
-	random_hex(random, 4);
-	*id = xasprintf("r_%" PRIx64 "%s", (uint64_t)clock_now_ms(), random);
-	*path = xasprintf("%s/%s.mp4", directory, *id);
-	free(sbx);
-	free(directory);
-	return ok;
-}
-
-static void screen_on_record_start(void *arg, const cJSON *answer, const void *payload,
-				   size_t length)
+static void screen_on_record_start(void *arg, const struct recording_started *started,
+				   const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	recording.starting = false;
-	if (!screen_answer_ok(answer)) {
-		steps_add("record", "recording could not start: %s",
-			  cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(answer, "error"),
-								   "message")));
-		screen_recording_clear();
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		screen_reply_failure(req, failed);
 		return;
 	}
-	recording.running = true;
-	steps_add("record", "recording %s started at %d fps (%dx%d)", recording.id,
-		  (int)screen_number(answer, "fps"), (int)screen_number(answer, "width"),
-		  (int)screen_number(answer, "height"));
 	cJSON *reply = cJSON_CreateObject();
-	cJSON_AddStringToObject(reply, "recordingId", recording.id);
-	cJSON_AddStringToObject(reply, "path", recording.path);
-	cJSON_AddNumberToObject(reply, "startedAt", screen_number(answer, "startedAt"));
-	cJSON_AddNumberToObject(reply, "fps", screen_number(answer, "fps"));
-	cJSON_AddNumberToObject(reply, "width", screen_number(answer, "width"));
-	cJSON_AddNumberToObject(reply, "height", screen_number(answer, "height"));
+	cJSON_AddStringToObject(reply, "recordingId", started->id);
+	cJSON_AddStringToObject(reply, "path", started->path);
+	cJSON_AddNumberToObject(reply, "startedAt", (double)started->started_at);
+	cJSON_AddNumberToObject(reply, "fps", started->fps);
+	cJSON_AddNumberToObject(reply, "width", started->width);
+	cJSON_AddNumberToObject(reply, "height", started->height);
 	api_reply_json(req, 200, reply);
 }
 
@@ -290,128 +155,69 @@ static void handle_record_start(struct api_request *req)
 	cJSON *body = api_body_json(req);
 	if (!body)
 		return;
-	if (recording.starting || recording.running) {
-		api_reply_failure(req, FAILURE_CONFLICT, "recording %s is already running; stop it first",
-				recording.id);
-		return;
-	}
-	screen_api_prepare();
-	char error[300];
-	if (!screen_new_recording(api_config()->work_dir, &recording.id, &recording.path, error, sizeof error)) {
-		screen_recording_clear();
-		api_reply_failure(req, FAILURE_INTERNAL, "%s", error);
-		return;
-	}
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "record_start");
-	cJSON_AddStringToObject(request, "path", recording.path);
-	static const char *const names[] = { "fps", "maxSec" };
-	for (int i = 0; i < 2; i++) {
-		const cJSON *value = cJSON_GetObjectItemCaseSensitive(body, names[i]);
-		if (value && !cJSON_IsNull(value))
-			cJSON_AddItemToObject(request, names[i], cJSON_Duplicate(value, true));
-	}
-	/* Cleared by the answer; a second start meanwhile gets 409. */
-	cJSON_Delete(recording.ended);
-	recording.ended = NULL;
-	recording.starting = true;
-	screen_client_call(request, screen_on_record_start, req);
+	recording_start(cJSON_GetObjectItemCaseSensitive(body, "fps"),
+			cJSON_GetObjectItemCaseSensitive(body, "maxSec"), screen_on_record_start,
+			req);
 }
 
-/* The stop answer: the API's four figures plus what else the worker knows. */
-static cJSON *screen_stop_reply(const cJSON *figures, const char *id)
+/* The stop answer (and the status's): the API's four figures plus what
+ * else the worker knows; only the file's, when the worker died. */
+static cJSON *screen_figures_json(const char *id, const struct screen_record_figures *figures)
 {
 	cJSON *reply = cJSON_CreateObject();
 	cJSON_AddStringToObject(reply, "recordingId", id ? id : "");
-	static const char *const copied[] = { "path", "bytes", "durationMs", "frames",
-					      "droppedFrames", "fps", "width", "height",
-					      "startedAt", "endedBy", "error" };
-	for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
-		const cJSON *value = cJSON_GetObjectItemCaseSensitive(figures, copied[i]);
-		if (value)
-			cJSON_AddItemToObject(reply, copied[i], cJSON_Duplicate(value, true));
+	if (figures->path)
+		cJSON_AddStringToObject(reply, "path", figures->path);
+	cJSON_AddNumberToObject(reply, "bytes", (double)figures->bytes);
+	if (figures->measured) {
+		cJSON_AddNumberToObject(reply, "durationMs", (double)figures->duration_ms);
+		cJSON_AddNumberToObject(reply, "frames", (double)figures->frames);
+		cJSON_AddNumberToObject(reply, "droppedFrames", (double)figures->dropped_frames);
+		cJSON_AddNumberToObject(reply, "fps", figures->fps);
+		cJSON_AddNumberToObject(reply, "width", figures->width);
+		cJSON_AddNumberToObject(reply, "height", figures->height);
+		cJSON_AddNumberToObject(reply, "startedAt", (double)figures->started_at);
 	}
+	if (figures->ended_by)
+		cJSON_AddStringToObject(reply, "endedBy", figures->ended_by);
+	if (figures->error)
+		cJSON_AddStringToObject(reply, "error", figures->error);
 	return reply;
 }
 
-/* A recording that ended by itself (maxSec, a worker that died) left its
- * figures in `ended`: the next stop collects them. False when there are none. */
-static bool reply_ended_recording(struct api_request *req)
-{
-	if (!recording.ended)
-		return false;
-	cJSON *figures = recording.ended;
-	recording.ended = NULL;
-	const cJSON *id = cJSON_GetObjectItem(figures, "recordingId");
-	api_reply_json(req, 200, screen_stop_reply(figures, cJSON_GetStringValue(id)));
-	cJSON_Delete(figures);
-	return true;
-}
-
-static void screen_on_record_stop(void *arg, const cJSON *answer, const void *payload,
-				  size_t length)
+static void screen_on_record_stop(void *arg, const char *id,
+				  const struct screen_record_figures *figures,
+				  const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		/* A recording that ended meanwhile is collected from `ended`. */
-		if (reply_ended_recording(req))
-			return;
-		recording.stopping = false;
-		screen_reply_worker_error(req, answer);
-		return;
-	}
-	steps_add("record", "recording %s stopped: %.1f s, %.0f frames, %.0f KiB", recording.id,
-		  screen_number(answer, "durationMs") / 1000.0, screen_number(answer, "frames"),
-		  screen_number(answer, "bytes") / 1024.0);
-	cJSON *reply = screen_stop_reply(answer, recording.id);
-	screen_recording_clear();
-	api_reply_json(req, 200, reply);
+	if (failed)
+		screen_reply_failure(req, failed);
+	else
+		api_reply_json(req, 200, screen_figures_json(id, figures));
 }
 
 static void handle_record_stop(struct api_request *req)
 {
-	if (reply_ended_recording(req))
-		return;
-	if (recording.starting || recording.stopping) {
-		api_reply_failure(req, FAILURE_CONFLICT, "the recording is %s; try again in a moment",
-				recording.starting ? "starting" : "already stopping");
-		return;
-	}
-	if (!recording.running) {
-		api_reply_failure(req, FAILURE_CONFLICT, "no recording is running");
-		return;
-	}
-	recording.stopping = true;
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "record_stop");
-	screen_client_call(request, screen_on_record_stop, req);
+	recording_stop(screen_on_record_stop, req);
 }
 
-static void screen_on_record_status(void *arg, const cJSON *answer, const void *payload,
-				    size_t length)
+static void screen_on_record_status(void *arg, const char *id,
+				    const struct screen_record_figures *figures,
+				    const struct screen_failure *failed)
 {
 	struct api_request *req = arg;
-	if (!screen_answer_ok(answer)) {
-		screen_reply_worker_error(req, answer);
+	if (failed) {
+		screen_reply_failure(req, failed);
 		return;
 	}
-	bool running = cJSON_IsTrue(cJSON_GetObjectItem(answer, "recording")) && recording.running;
-	cJSON *reply = running ? screen_stop_reply(answer, recording.id) : cJSON_CreateObject();
-	cJSON_AddBoolToObject(reply, "recording", running);
+	cJSON *reply = figures ? screen_figures_json(id, figures) : cJSON_CreateObject();
+	cJSON_AddBoolToObject(reply, "recording", figures != NULL);
 	api_reply_json(req, 200, reply);
 }
 
 static void handle_record_status(struct api_request *req)
 {
-	if (!recording.running) {
-		cJSON *reply = cJSON_CreateObject();
-		cJSON_AddBoolToObject(reply, "recording", false);
-		api_reply_json(req, 200, reply);
-		return;
-	}
-	cJSON *request = cJSON_CreateObject();
-	cJSON_AddStringToObject(request, "op", "record_status");
-	screen_client_call(request, screen_on_record_status, req);
+	recording_status(screen_on_record_status, req);
 }
 
 const struct api_route api_screen_routes[] = {

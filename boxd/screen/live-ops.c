@@ -28,27 +28,27 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 	long live_number, fps;
 	double scale;
 	if (!worker_integer(request, "live", -1, 0, 1L << 30, &live_number)) {
-		worker_error(worker, id, 400, "bad_request", "live_start needs a live id");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "live_start needs a live id");
 		return;
 	}
 	if (!worker_integer(request, "fps", LIVE_DEFAULT_FPS, LIVE_MIN_FPS, LIVE_MAX_FPS, &fps)) {
-		worker_error(worker, id, 400, "bad_request", "fps must be an integer from %d to %d",
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "fps must be an integer from %d to %d",
 			     LIVE_MIN_FPS, LIVE_MAX_FPS);
 		return;
 	}
 	if (!worker_number(request, "scale", 1, &scale) || !(scale > 0) || scale > LIVE_MAX_SCALE) {
-		worker_error(worker, id, 400, "bad_request", "scale must be a number above 0 and at most 1");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "scale must be a number above 0 and at most 1");
 		return;
 	}
 	int screen_w = screen_width(worker->screen), screen_h = screen_height(worker->screen);
 	if (lround(screen_w * scale) < LIVE_MIN_SIDE || lround(screen_h * scale) < LIVE_MIN_SIDE) {
-		worker_error(worker, id, 400, "bad_request",
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
 			     "scale %g makes the %dx%d screen smaller than %d pixels a side", scale,
 			     screen_w, screen_h, LIVE_MIN_SIDE);
 		return;
 	}
 	if (worker_live_find(worker, (int)live_number)) {
-		worker_error(worker, id, 409, "conflict", "live view %ld already runs", live_number);
+		worker_error(worker, id, FAILURE_CONFLICT, "live view %ld already runs", live_number);
 		return;
 	}
 	struct live **slot = NULL;
@@ -56,7 +56,7 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 		if (!worker->lives[i])
 			slot = &worker->lives[i];
 	if (!slot) {
-		worker_error(worker, id, 409, "conflict",
+		worker_error(worker, id, FAILURE_CONFLICT,
 			     "%d live views with other settings already run; watch with the fps and scale of one of them",
 			     LIVE_MAX_PIPES);
 		return;
@@ -65,7 +65,7 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 	/* libavcodec and libavformat are loaded by the first live view (or
 	 * recording, or JPEG), not at the worker's start. */
 	if (!av_lazy_load(error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "cannot start the live view: %s", error);
+		worker_error(worker, id, FAILURE_INTERNAL, "cannot start the live view: %s", error);
 		return;
 	}
 	cJSON *answer = worker_answer(id);
@@ -74,7 +74,7 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 			   answer, error, sizeof error);
 	if (!*slot) {
 		cJSON_Delete(answer);
-		worker_error(worker, id, 500, "internal", "cannot start the live view: %s", error);
+		worker_error(worker, id, FAILURE_INTERNAL, "cannot start the live view: %s", error);
 		return;
 	}
 	worker_send(worker, answer, NULL, 0);
@@ -87,7 +87,7 @@ static struct live **live_of_request(struct worker *worker, double id, const cJS
 	struct live **live = worker_integer(request, "live", -1, 0, 1L << 30, &live_number)
 				     ? worker_live_find(worker, (int)live_number) : NULL;
 	if (!live)
-		worker_error(worker, id, 404, "not_found", "no such live view");
+		worker_error(worker, id, FAILURE_NOT_FOUND, "no such live view");
 	return live;
 }
 

@@ -35,14 +35,12 @@
 #include <libswscale/swscale.h>
 
 #include "clock.h"
+#include "h264.h"
 #include "log.h"
 #include "screen-yuv.h"
 #include "text.h"
 #include "xalloc.h"
 
-/* The same encoder settings as a recording (record.c): ultrafast with
- * zerolatency codes each frame as it comes, one thread. */
-#define LIVE_CRF "23"
 #define LIVE_IO_BUFFER (64 * 1024)
 /* While the main thread works, how often the damage generation is read. */
 #define LIVE_BUSY_CHECK_MS 50
@@ -146,39 +144,17 @@ static void live_hand_out(struct live *live, const char *kind, bool key, int64_t
 
 static bool live_open_encoder(struct live *live, char *error, size_t error_size)
 {
-	const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
-	if (!codec)
-		return text_fail(error, error_size,
-				 "this FFmpeg has no libx264 encoder; install libavcodec59 with x264");
-	AVCodecContext *context = live->codec = avcodec_alloc_context3(codec);
-	context->width = live->width;
-	context->height = live->height;
-	context->pix_fmt = AV_PIX_FMT_YUV420P;
 	/* Milliseconds: frames come when the screen changes, not on a grid. */
-	context->time_base = (AVRational){ 1, 1000 };
-	context->framerate = (AVRational){ live->fps, 1 };
-	context->gop_size = live->fps * LIVE_KEYFRAME_SECONDS;
-	context->max_b_frames = 0;
-	context->thread_count = 1;
-	context->flags |= AV_CODEC_FLAG_GLOBAL_HEADER; /* SPS/PPS in the init segment */
-	AVDictionary *options = NULL;
-	av_dict_set(&options, "preset", "ultrafast", 0);
-	av_dict_set(&options, "tune", "zerolatency", 0);
-	av_dict_set(&options, "crf", LIVE_CRF, 0);
-	av_dict_set(&options, "forced-idr", "1", 0);
-	int status = avcodec_open2(context, codec, &options);
-	av_dict_free(&options);
-	if (status < 0)
-		return live_fail(error, error_size, "cannot open the H.264 encoder", status);
-	for (int i = 0; i < 2; i++) {
-		AVFrame *frame = av_frame_alloc();
-		frame->format = AV_PIX_FMT_YUV420P;
-		frame->width = live->width;
-		frame->height = live->height;
-		if (av_frame_get_buffer(frame, 0) < 0)
-			abort();
-		*(i ? &live->spare : &live->frame) = frame;
-	}
+	struct h264_settings settings = {
+		.width = live->width, .height = live->height, .fps = live->fps,
+		.time_base = { 1, 1000 }, .keyframe_seconds = LIVE_KEYFRAME_SECONDS,
+		.forced_idr = true,
+	};
+	live->codec = h264_open(&settings, error, error_size);
+	if (!live->codec)
+		return false;
+	live->frame = h264_frame_new(live->codec);
+	live->spare = h264_frame_new(live->codec);
 	live->packet = av_packet_alloc();
 	return true;
 }

@@ -1,7 +1,7 @@
 /* live.h: the live screen in the worker: one capture and one H.264 encoder
  * per set of settings (fps, scale), on its own thread, muxed to fragmented
  * MP4 (libavformat's mp4 muxer into memory) and handed out fragment by
- * fragment. boxd fans the fragments out to its viewers (api-screen-live.c).
+ * fragment. boxd fans the fragments out to its viewers (live-view.c).
  *
  * Damage-driven: the thread sleeps until the X connection has something to
  * say (or boxd asks for a keyframe), reads the damage generation, and grabs

@@ -18,19 +18,17 @@
 #include <libavutil/opt.h>
 
 #include "clock.h"
+#include "h264.h"
 #include "log.h"
 #include "screen-yuv.h"
 #include "text.h"
 #include "xalloc.h"
 
-/* x264 settings: ultrafast with zerolatency (no lookahead, no B-frames: a
- * frame is coded as it comes, and the first answers record/start at once),
- * one thread (a second core does not lower the total CPU), a keyframe every
- * ten seconds of coded frames for seeking: near x264's own 250 frames. A
- * keyframe of a page costs as much as a hundred frames that change a little:
- * every two seconds made a moving screen's file 2.8 times as large for no
- * CPU saved (docs/performance.md). Fragments are cut each second anyway. */
-#define RECORD_CRF "23"
+/* The encoder is h264.c's. A keyframe every ten seconds of coded frames for
+ * seeking: near x264's own 250 frames. A keyframe of a page costs as much
+ * as a hundred frames that change a little: every two seconds made a
+ * moving screen's file 2.8 times as large for no CPU saved
+ * (docs/performance.md). Fragments are cut each second anyway. */
 #define RECORD_KEYFRAME_SECONDS 10
 #define RECORD_FRAGMENT_US 1000000
 #define RECORD_NICE 5
@@ -76,37 +74,14 @@ static void record_fail(char *error, size_t error_size, const char *what, int st
 static bool record_open_encoder(struct record *record, int width, int height, char *error,
 				size_t error_size)
 {
-	const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
-	if (!codec) {
-		snprintf(error, error_size, "this FFmpeg has no libx264 encoder; install libavcodec59 with x264");
+	struct h264_settings settings = {
+		.width = width, .height = height, .fps = record->fps,
+		.time_base = { 1, record->fps }, .keyframe_seconds = RECORD_KEYFRAME_SECONDS,
+	};
+	record->codec = h264_open(&settings, error, error_size);
+	if (!record->codec)
 		return false;
-	}
-	AVCodecContext *context = record->codec = avcodec_alloc_context3(codec);
-	context->width = width;
-	context->height = height;
-	context->pix_fmt = AV_PIX_FMT_YUV420P;
-	context->time_base = (AVRational){ 1, record->fps };
-	context->framerate = (AVRational){ record->fps, 1 };
-	context->gop_size = record->fps * RECORD_KEYFRAME_SECONDS;
-	context->max_b_frames = 0;
-	context->thread_count = 1;
-	context->flags |= AV_CODEC_FLAG_GLOBAL_HEADER; /* MP4 keeps SPS/PPS in avcC */
-	AVDictionary *options = NULL;
-	av_dict_set(&options, "preset", "ultrafast", 0);
-	av_dict_set(&options, "tune", "zerolatency", 0);
-	av_dict_set(&options, "crf", RECORD_CRF, 0);
-	int status = avcodec_open2(context, codec, &options);
-	av_dict_free(&options);
-	if (status < 0) {
-		record_fail(error, error_size, "cannot open the H.264 encoder", status);
-		return false;
-	}
-	record->frame = av_frame_alloc();
-	record->frame->format = AV_PIX_FMT_YUV420P;
-	record->frame->width = width;
-	record->frame->height = height;
-	if (av_frame_get_buffer(record->frame, 0) < 0)
-		abort();
+	record->frame = h264_frame_new(record->codec);
 	record->packet = av_packet_alloc();
 	return true;
 }

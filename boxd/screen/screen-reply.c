@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "failure.h"
 #include "screen-protocol.h"
 #include "screen-worker.h"
 
@@ -51,8 +52,7 @@ cJSON *worker_answer(double id)
 	return json;
 }
 
-void worker_error(struct worker *worker, double id, int status, const char *code,
-			 const char *fmt, ...)
+void worker_error(struct worker *worker, double id, enum failure failure, const char *fmt, ...)
 {
 	char message[512];
 	va_list ap;
@@ -62,8 +62,7 @@ void worker_error(struct worker *worker, double id, int status, const char *code
 	cJSON *json = cJSON_CreateObject();
 	cJSON_AddNumberToObject(json, "id", id);
 	cJSON *error = cJSON_AddObjectToObject(json, "error");
-	cJSON_AddNumberToObject(error, "status", status);
-	cJSON_AddStringToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "code", failure_code(failure));
 	cJSON_AddStringToObject(error, "message", message);
 	worker_send(worker, json, NULL, 0);
 }

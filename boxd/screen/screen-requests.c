@@ -34,22 +34,22 @@ static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 	long quality, cursor;
 	if (format && strcmp(format, "png") != 0 && strcmp(format, "jpeg") != 0 &&
 	    strcmp(format, "jpg") != 0) {
-		worker_error(worker, id, 400, "bad_request", "format must be png or jpeg, not \"%.20s\"", format);
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "format must be png or jpeg, not \"%.20s\"", format);
 		return false;
 	}
 	shot->format = format && format[0] == 'j' ? SHOT_FORMAT_JPEG : SHOT_FORMAT_PNG;
 	if (!worker_integer(request, "quality", 80, 1, 100, &quality)) {
-		worker_error(worker, id, 400, "bad_request", "quality must be an integer from 1 to 100");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "quality must be an integer from 1 to 100");
 		return false;
 	}
 	shot->quality = (int)quality;
 	if (!worker_number(request, "scale", 1, &shot->scale) || !(shot->scale > 0) ||
 	    shot->scale > 4) {
-		worker_error(worker, id, 400, "bad_request", "scale must be a number above 0 and at most 4");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "scale must be a number above 0 and at most 4");
 		return false;
 	}
 	if (!worker_integer(request, "cursor", 1, 0, 1, &cursor)) {
-		worker_error(worker, id, 400, "bad_request", "cursor must be 0 or 1");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "cursor must be 0 or 1");
 		return false;
 	}
 	shot->cursor = cursor;
@@ -57,7 +57,7 @@ static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 	    !worker_integer(request, "y", 0, 0, screen_h - 1, &shot->y) ||
 	    !worker_integer(request, "w", screen_w - shot->x, 1, screen_w - shot->x, &shot->width) ||
 	    !worker_integer(request, "h", screen_h - shot->y, 1, screen_h - shot->y, &shot->height)) {
-		worker_error(worker, id, 400, "bad_request",
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
 			     "the region x, y, w, h must be integers inside the %dx%d screen", screen_w,
 			     screen_h);
 		return false;
@@ -100,10 +100,11 @@ static void shot_key_make(struct worker *worker, const struct shot_request *shot
 }
 
 /* The shot's file into worker->shots: the cached one when nothing it shows
- * changed (*cached), else grabbed and encoded. On failure, the HTTP status
- * and why. */
+ * changed (*cached), else grabbed and encoded. On failure, the failure and
+ * why. */
 static bool shot_make(struct worker *worker, const struct shot_request *shot, int out_width,
-		      int out_height, bool *cached, int *status, char *error, size_t error_size)
+		      int out_height, bool *cached, enum failure *failure, char *error,
+		      size_t error_size)
 {
 	struct screen_cursor *cursor = NULL;
 	uint64_t generation = shot->cursor ? screen_look(worker->screen, &cursor)
@@ -116,7 +117,7 @@ static bool shot_make(struct worker *worker, const struct shot_request *shot, in
 		return true;
 	}
 	struct screen_image image;
-	*status = 500;
+	*failure = FAILURE_INTERNAL;
 	if (!screen_grab(worker->grabber, &image, error, error_size)) {
 		screen_cursor_free(cursor);
 		return false;
@@ -124,7 +125,7 @@ static bool shot_make(struct worker *worker, const struct shot_request *shot, in
 	/* The screen may have shrunk since the region was checked. */
 	if (shot->x + shot->width > image.width || shot->y + shot->height > image.height) {
 		screen_cursor_free(cursor);
-		*status = 400;
+		*failure = FAILURE_BAD_REQUEST;
 		snprintf(error, error_size, "the region lies outside the %dx%d screen", image.width,
 			 image.height);
 		return false;
@@ -154,15 +155,15 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 	out_width = out_width < 1 ? 1 : out_width;
 	out_height = out_height < 1 ? 1 : out_height;
 	if ((double)out_width * out_height > SHOT_MAX_PIXELS) {
-		worker_error(worker, id, 400, "bad_request", "a %dx%d image is too large; lower scale",
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "a %dx%d image is too large; lower scale",
 			     out_width, out_height);
 		return;
 	}
 	bool cached;
-	int status;
+	enum failure failure;
 	char error[256];
-	if (!shot_make(worker, &shot, out_width, out_height, &cached, &status, error, sizeof error)) {
-		worker_error(worker, id, status, status == 400 ? "bad_request" : "internal", "%s", error);
+	if (!shot_make(worker, &shot, out_width, out_height, &cached, &failure, error, sizeof error)) {
+		worker_error(worker, id, failure, "%s", error);
 		return;
 	}
 	shot_answer(worker, id, &shot, &worker->shots, cached);
@@ -175,10 +176,10 @@ void worker_warm_up(struct worker *worker)
 		.width = screen_width(worker->screen), .height = screen_height(worker->screen),
 	};
 	bool cached;
-	int status;
+	enum failure failure;
 	char error[256];
 	int64_t start = clock_monotonic_us();
-	if (!shot_make(worker, &shot, (int)shot.width, (int)shot.height, &cached, &status, error,
+	if (!shot_make(worker, &shot, (int)shot.width, (int)shot.height, &cached, &failure, error,
 		       sizeof error))
 		log_msg(LOG_LEVEL_DEBUG, "warming up: %s", error);
 	else
@@ -190,12 +191,12 @@ static void op_input(struct worker *worker, double id, const cJSON *request)
 	const cJSON *actions = cJSON_GetObjectItemCaseSensitive(request, "actions");
 	char error[512];
 	if (!input_check(actions, error, sizeof error)) {
-		worker_error(worker, id, 400, "bad_request", "%s", error);
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "%s", error);
 		return;
 	}
 	int done = 0;
 	if (!input_run(worker->input, actions, &done, error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "action %d failed after %d done: %s", done,
+		worker_error(worker, id, FAILURE_INTERNAL, "action %d failed after %d done: %s", done,
 			     done, error);
 		return;
 	}
@@ -226,33 +227,33 @@ static void op_record_start(struct worker *worker, double id, const cJSON *reque
 	const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "path"));
 	long fps, max_seconds;
 	if (worker->record) {
-		worker_error(worker, id, 409, "conflict", "a recording is already running");
+		worker_error(worker, id, FAILURE_CONFLICT, "a recording is already running");
 		return;
 	}
 	if (!path || path[0] != '/') {
-		worker_error(worker, id, 400, "bad_request", "record_start needs an absolute path");
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "record_start needs an absolute path");
 		return;
 	}
 	if (!worker_integer(request, "fps", 30, 1, RECORD_MAX_FPS, &fps)) {
-		worker_error(worker, id, 400, "bad_request", "fps must be an integer from 1 to %d",
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "fps must be an integer from 1 to %d",
 			     RECORD_MAX_FPS);
 		return;
 	}
 	if (!worker_integer(request, "maxSec", 1800, 1, RECORD_MAX_SECONDS, &max_seconds)) {
-		worker_error(worker, id, 400, "bad_request", "maxSec must be an integer from 1 to %d",
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "maxSec must be an integer from 1 to %d",
 			     RECORD_MAX_SECONDS);
 		return;
 	}
 	char error[256];
 	/* libavcodec and libavformat are loaded by the first recording. */
 	if (!av_lazy_load(error, sizeof error)) {
-		worker_error(worker, id, 500, "internal", "cannot record: %s", error);
+		worker_error(worker, id, FAILURE_INTERNAL, "cannot record: %s", error);
 		return;
 	}
 	worker->record = record_start(worker->screen, path, (int)fps, (int)max_seconds,
 				      worker->wake_fd, error, sizeof error);
 	if (!worker->record) {
-		worker_error(worker, id, 500, "internal", "cannot record: %s", error);
+		worker_error(worker, id, FAILURE_INTERNAL, "cannot record: %s", error);
 		return;
 	}
 	struct record_stats stats;
@@ -290,7 +291,7 @@ void worker_on_record_wake(struct worker *worker)
 static void op_record_stop(struct worker *worker, double id, const cJSON *request)
 {
 	if (!worker->record) {
-		worker_error(worker, id, 409, "conflict", "no recording is running");
+		worker_error(worker, id, FAILURE_CONFLICT, "no recording is running");
 		return;
 	}
 	struct record_stats stats;

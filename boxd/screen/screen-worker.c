@@ -41,16 +41,17 @@ static void worker_handle(struct worker *worker, cJSON *request, char *error, si
 	double id = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(request, "id"));
 	const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "op"));
 	if (id != id || !op) {
-		worker_error(worker, id == id ? id : 0, 400, "bad_request", "a request needs an id and an op");
+		worker_error(worker, id == id ? id : 0, FAILURE_BAD_REQUEST,
+			     "a request needs an id and an op");
 		return;
 	}
 	const struct worker_op *handler = worker_find_op(op);
 	if (!handler) {
-		worker_error(worker, id, 400, "bad_request", "unknown op \"%.40s\"", op);
+		worker_error(worker, id, FAILURE_BAD_REQUEST, "unknown op \"%.40s\"", op);
 		return;
 	}
 	if (handler->needs_display && !worker_connect(worker, error, error_size)) {
-		worker_error(worker, id, 503, "display_unavailable", "%s", error);
+		worker_error(worker, id, FAILURE_DISPLAY_UNAVAILABLE, "%s", error);
 		return;
 	}
 	handler->run(worker, id, request);

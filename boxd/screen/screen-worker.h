@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "failure.h"
 #include "live.h"
 #include "screen.h"
 #include "shot-cache.h"
@@ -41,8 +42,11 @@ struct worker {
 void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t length);
 /* {"id": id, "ok": true}, to add fields to and send. */
 cJSON *worker_answer(double id);
-void worker_error(struct worker *worker, double id, int status, const char *code,
-		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Answers request `id` with what went wrong: {"id": id, "error": {"code",
+ * "message"}}, the code being the failure's (failure_code). The worker
+ * names no HTTP status: boxd maps the failure to one (http-errors.c). */
+void worker_error(struct worker *worker, double id, enum failure failure, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* screen-display.c */
 /* Connects to the display unless connected; false with why in `error`. */
 bool worker_connect(struct worker *worker, char *error, size_t error_size);

@@ -18,8 +18,7 @@
 
 #include <X11/Xlib.h>
 
-/* The worker's exit status when the X server it was connected to went away. */
-#define SCREEN_EXIT_X_LOST 3
+#include "screen-protocol.h" /* SCREEN_EXIT_X_LOST */
 
 struct screen;
 struct screen_grabber;

@@ -1,27 +1,26 @@
-/* screen-client.c: starts boxd-screen and exchanges frames with it over a
- * non-blocking socketpair (bufferevent). */
+/* screen-client.c: boxd-screen's client: its requests, answers and
+ * reports, in frames over a non-blocking socketpair (bufferevent); the
+ * worker's life around them (started on demand, retired when idle, killed
+ * when stuck). Starting it is screen-spawn.c's. */
 #include "screen-client.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "failure.h"
+#include "health.h"
 #include "helpers.h"
 #include "log.h"
 #include "protect.h"
 #include "screen-protocol.h"
+#include "screen-spawn.h"
 #include "xalloc.h"
 
 
@@ -33,9 +32,21 @@
  * well under it. */
 #define SCREEN_STUCK_SECONDS 180
 
+struct screen_call;
+/* Reads a call's answer (an error too) and runs the caller's callback. */
+typedef void (*screen_answered_fn)(const struct screen_call *call, const cJSON *answer,
+				   const void *payload, size_t length);
+
+/* A request on its way: its id, how to read its answer, whom to tell. */
 struct screen_call {
 	uint32_t id;
-	screen_client_done_fn done;
+	screen_answered_fn answered;
+	union {
+		screen_shot_done_fn shot;
+		screen_input_done_fn input;
+		screen_record_done_fn record;
+		screen_live_started_fn live;
+	} done;
 	void *arg;
 	struct screen_call *next;
 };
@@ -51,26 +62,14 @@ struct screen_worker_process {
 
 static struct screen_worker_process *current; /* NULL: not running */
 static uint32_t last_id;
-static void (*event_listener)(const cJSON *event);
-static screen_client_stream_fn stream_listener;
+static const struct screen_client_listener *listeners[SCREEN_CLIENT_LISTENERS];
+static int listener_count;
 /* Given at screen_client_init. */
 static struct event_base *loop;
 static const char *display_name;
 static int idle_seconds;
 
 static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size);
-
-/* True when the display's server is there to connect to now: its local
- * socket exists, or the display is reached over the network (not checked). */
-static bool screen_display_present(const char *display)
-{
-	if (display[0] != ':' && strncmp(display, "unix:", 5) != 0)
-		return true;
-	long number = strtol(strchr(display, ':') + 1, NULL, 10);
-	char path[64];
-	snprintf(path, sizeof path, "/tmp/.X11-unix/X%ld", number);
-	return access(path, F_OK) == 0;
-}
 
 void screen_client_init(struct event_base *base, const char *display, int idle_sec)
 {
@@ -91,44 +90,65 @@ void screen_client_start_ahead(void)
 	}
 }
 
-void screen_client_on_event(void (*listener)(const cJSON *event))
+void screen_client_listen(const struct screen_client_listener *listener)
 {
-	event_listener = listener;
+	if (listener_count == SCREEN_CLIENT_LISTENERS)
+		abort(); /* a fixed, small set of services listen */
+	listeners[listener_count++] = listener;
 }
 
-void screen_client_on_stream(screen_client_stream_fn listener)
-{
-	stream_listener = listener;
-}
-
-static void screen_answer_error(screen_client_done_fn done, void *arg, int status,
-				const char *code, const char *message)
+/* Answers `call` with an error of boxd's own (the worker could not be
+ * started, or went away), in the worker's words, so one reader serves. */
+static void screen_answer_error(const struct screen_call *call, enum failure failure,
+				const char *message)
 {
 	cJSON *answer = cJSON_CreateObject();
 	cJSON *error = cJSON_AddObjectToObject(answer, "error");
-	cJSON_AddNumberToObject(error, "status", status);
-	cJSON_AddStringToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "code", failure_code(failure));
 	cJSON_AddStringToObject(error, "message", message);
-	done(arg, answer, NULL, 0);
+	call->answered(call, answer, NULL, 0);
 	cJSON_Delete(answer);
 }
 
+static void screen_read_figures(const cJSON *json, struct screen_record_figures *figures);
+static void screen_tell_live(const cJSON *event, const void *payload, size_t length);
+
+/* A report from the worker ({"event": ...} but "idle"), told to those it
+ * concerns. */
 static void screen_tell(const cJSON *event, const void *payload, size_t length)
 {
-	if (event_listener)
-		event_listener(event);
-	if (stream_listener)
-		stream_listener(event, payload, length);
+	const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "event"));
+	if (name && strcmp(name, "display") == 0) {
+		/* The display came or went: the next health call probes anew. */
+		health_invalidate();
+	} else if (name && strcmp(name, "record_ended") == 0) {
+		struct screen_record_figures figures;
+		screen_read_figures(event, &figures);
+		for (int i = 0; i < listener_count; i++)
+			if (listeners[i]->record_ended)
+				listeners[i]->record_ended(&figures);
+	} else if (name && strcmp(name, "live") == 0) {
+		screen_tell_live(event, payload, length);
+	}
+}
+
+/* The worker went away: `why` says how. */
+static void screen_tell_exit(const char *why)
+{
+	health_invalidate();
+	for (int i = 0; i < listener_count; i++)
+		if (listeners[i]->worker_exit)
+			listeners[i]->worker_exit(why);
 }
 
 /* Every call still waiting gets `message`; the process record goes. */
-static void screen_worker_forget(struct screen_worker_process *worker, int status, const char *code,
+static void screen_worker_forget(struct screen_worker_process *worker, enum failure failure,
 				 const char *message)
 {
 	struct screen_call *call = worker->calls;
 	while (call) {
 		struct screen_call *next = call->next;
-		screen_answer_error(call->done, call->arg, status, code, message);
+		screen_answer_error(call, failure, message);
 		free(call);
 		call = next;
 	}
@@ -139,42 +159,19 @@ static void screen_worker_forget(struct screen_worker_process *worker, int statu
 static void screen_worker_exited(int status, void *arg)
 {
 	struct screen_worker_process *worker = arg;
-	bool done = status >= 0;
 	unprotect_process(worker->pid);
-	if (worker->retired && done && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	if (worker->retired && status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		log_msg(LOG_LEVEL_INFO, "the screen worker (pid %d) exited after %d s unused",
 			(int)worker->pid, idle_seconds);
-		screen_worker_forget(worker, 500, "internal", "the screen worker exited");
+		screen_worker_forget(worker, FAILURE_INTERNAL, "the screen worker exited");
 		return;
 	}
 	char message[200];
-	int http_status = 500;
-	const char *code = "internal";
-	if (done && WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-		http_status = 503;
-		code = "display_unavailable";
-		snprintf(message, sizeof message,
-			 "the X server went away; the screen works again once it is back");
-	} else if (done && WIFSIGNALED(status)) {
-		snprintf(message, sizeof message,
-			 "the screen worker was ended by signal %d; it restarts on the next request",
-			 WTERMSIG(status));
-	} else if (done && WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-		snprintf(message, sizeof message,
-			 "cannot start the screen worker boxd-screen; is boxd installed completely?");
-	} else {
-		snprintf(message, sizeof message,
-			 "the screen worker stopped (status %d); it restarts on the next request",
-			 done && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	}
-	log_msg(http_status == 503 ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING, "screen worker %d: %s",
-		(int)worker->pid, message);
-	cJSON *event = cJSON_CreateObject();
-	cJSON_AddStringToObject(event, "event", "worker_exit");
-	cJSON_AddStringToObject(event, "message", message);
-	screen_tell(event, NULL, 0);
-	cJSON_Delete(event);
-	screen_worker_forget(worker, http_status, code, message);
+	enum failure failure = screen_exit_meaning(status, message, sizeof message);
+	log_msg(failure == FAILURE_DISPLAY_UNAVAILABLE ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING,
+		"screen worker %d: %s", (int)worker->pid, message);
+	screen_tell_exit(message);
+	screen_worker_forget(worker, failure, message);
 }
 
 /* The worker's end closed (it exited) or the frames stopped making sense. */
@@ -245,7 +242,7 @@ static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 	if (worker->calls_tail == &call->next)
 		worker->calls_tail = link;
 	screen_watch_calls(worker);
-	call->done(call->arg, message, payload, length);
+	call->answered(call, message, payload, length);
 	free(call);
 }
 
@@ -297,66 +294,17 @@ static void screen_on_channel_event(struct bufferevent *channel, short what, voi
 		screen_worker_lost(arg);
 }
 
-/* Resolved once, before the first fork, so the child only execs. */
-static const char *screen_program(void)
-{
-	static char *path;
-	if (!path)
-		path = helper_path("boxd-screen");
-	return path;
-}
-
-/* Starts boxd-screen with `child_end` as its fd 3, the only descriptor it
- * inherits besides stdin, stdout and stderr. */
-static int screen_spawn(int child_end, bool warm, pid_t *pid)
-{
-	posix_spawn_file_actions_t actions;
-	posix_spawn_file_actions_init(&actions);
-	posix_spawn_file_actions_adddup2(&actions, child_end, SCREEN_WORKER_FD);
-	posix_spawn_file_actions_addclosefrom_np(&actions, SCREEN_WORKER_FD + 1);
-	posix_spawnattr_t attributes;
-	helper_spawn_attributes(&attributes);
-	char idle[16];
-	snprintf(idle, sizeof idle, "%d", idle_seconds);
-	char *argv[] = {"boxd-screen", "--display", (char *)display_name, "--idle-exit", idle,
-			warm ? "--warm" : NULL, NULL};
-	int failed = posix_spawn(pid, screen_program(), &actions, &attributes, argv, environ);
-	posix_spawn_file_actions_destroy(&actions);
-	posix_spawnattr_destroy(&attributes);
-	return failed;
-}
-
 static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size)
 {
-	screen_program();
-	int ends[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) < 0) {
-		snprintf(error, error_size, "cannot make a socketpair for the screen worker: %s",
-			 strerror(errno));
-		return NULL;
-	}
-	/* Keep the child's end off fd 3 so dup2 really clears close-on-exec. */
-	if (ends[1] == SCREEN_WORKER_FD) {
-		int moved = fcntl(ends[1], F_DUPFD_CLOEXEC, SCREEN_WORKER_FD + 1);
-		close(ends[1]);
-		ends[1] = moved;
-	}
 	pid_t pid;
-	int failed = screen_spawn(ends[1], warm, &pid);
-	close(ends[1]);
-	if (failed) {
-		snprintf(error, error_size,
-			 "cannot start the screen worker %s (%s); is boxd installed completely?",
-			 screen_program(), strerror(failed));
-		close(ends[0]);
+	int fd = screen_spawn(display_name, idle_seconds, warm, &pid, error, error_size);
+	if (fd < 0)
 		return NULL;
-	}
-	evutil_make_socket_nonblocking(ends[0]);
 	struct screen_worker_process *worker = xcalloc(1, sizeof *worker);
 	worker->pid = pid;
 	protect_process(pid);
 	worker->calls_tail = &worker->calls;
-	worker->channel = bufferevent_socket_new(loop, ends[0], BEV_OPT_CLOSE_ON_FREE);
+	worker->channel = bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE);
 	bufferevent_setcb(worker->channel, screen_on_read, NULL, screen_on_channel_event, worker);
 	bufferevent_enable(worker->channel, EV_READ | EV_WRITE);
 	worker->watchdog = evtimer_new(loop, screen_on_stuck, worker);
@@ -365,31 +313,276 @@ static struct screen_worker_process *screen_worker_start(bool warm, char *error,
 	return worker;
 }
 
-void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg)
+/* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to
+ * the worker, starting the worker if needed; `call` says how its answer is
+ * read and whom it goes to. */
+static void screen_request(cJSON *request, struct screen_call call)
 {
 	char error[256];
 	if (!current)
 		current = screen_worker_start(false, error, sizeof error);
 	if (!current) {
 		cJSON_Delete(request);
-		/* Answer from the loop, never from inside the caller. */
-		screen_answer_error(done, arg, 500, "internal", error);
+		screen_answer_error(&call, FAILURE_INTERNAL, error);
 		return;
 	}
-	struct screen_call *call = xcalloc(1, sizeof *call);
-	call->id = ++last_id;
-	call->done = done;
-	call->arg = arg;
-	*current->calls_tail = call;
-	current->calls_tail = &call->next;
+	struct screen_call *waiting = xmalloc(sizeof *waiting);
+	*waiting = call;
+	waiting->id = ++last_id;
+	waiting->next = NULL;
+	*current->calls_tail = waiting;
+	current->calls_tail = &waiting->next;
 	/* New calls do not push a stuck worker's deadline further; answers do. */
 	if (!evtimer_pending(current->watchdog, NULL))
 		screen_watch_calls(current);
-	cJSON_AddNumberToObject(request, "id", call->id);
+	cJSON_AddNumberToObject(request, "id", waiting->id);
 	char *text = cJSON_PrintUnformatted(request);
 	cJSON_Delete(request);
 	struct screen_frame_header header = { (uint32_t)strlen(text), 0 };
 	bufferevent_write(current->channel, &header, sizeof header);
 	bufferevent_write(current->channel, text, header.json_length);
 	free(text);
+}
+
+/* ---- reading answers ---- */
+
+/* Said when the worker failed without a sentence (it always gives one). */
+#define SCREEN_NO_REASON "the screen worker failed without saying why"
+
+static double screen_number(const cJSON *object, const char *name)
+{
+	double value = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(object, name));
+	return value == value ? value : 0;
+}
+
+static const char *screen_string(const cJSON *object, const char *name)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, name));
+}
+
+/* True when `answer` is not a success; `failed` then says why (`fallback`
+ * when the worker gave no sentence). The failure is the code's. */
+static bool screen_failed(const cJSON *answer, const char *fallback, struct screen_failure *failed)
+{
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")))
+		return false;
+	const cJSON *error = cJSON_GetObjectItemCaseSensitive(answer, "error");
+	const char *message = screen_string(error, "message");
+	failed->failure = failure_from_code(screen_string(error, "code"));
+	failed->message = message ? message : fallback;
+	return true;
+}
+
+static cJSON *screen_op(const char *op)
+{
+	cJSON *request = cJSON_CreateObject();
+	cJSON_AddStringToObject(request, "op", op);
+	return request;
+}
+
+/* ---- shots and input ---- */
+
+static void screen_shot_answered(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.shot(call->arg, NULL, &failed);
+		return;
+	}
+	const char *type = screen_string(answer, "contentType");
+	struct screen_shot shot = {
+		.width = (int)screen_number(answer, "width"),
+		.height = (int)screen_number(answer, "height"),
+		.content_type = type ? type : "application/octet-stream",
+		.cached = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "cached")),
+		.data = payload,
+		.length = length,
+	};
+	call->done.shot(call->arg, &shot, NULL);
+}
+
+void screen_shot(const struct screen_shot_options *options, screen_shot_done_fn done, void *arg)
+{
+	const char *const names[] = { "format", "quality", "scale", "x", "y", "w", "h", "cursor" };
+	const char *const values[] = { options->format, options->quality, options->scale,
+				       options->x, options->y, options->w, options->h,
+				       options->cursor };
+	cJSON *request = screen_op("shot");
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (values[i])
+			cJSON_AddStringToObject(request, names[i], values[i]);
+	screen_request(request, (struct screen_call){ .answered = screen_shot_answered,
+						      .done.shot = done, .arg = arg });
+}
+
+static void screen_input_answered(const struct screen_call *call, const cJSON *answer,
+				  const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed))
+		call->done.input(call->arg, 0, &failed);
+	else
+		call->done.input(call->arg, (int)screen_number(answer, "done"), NULL);
+}
+
+void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg)
+{
+	cJSON *request = screen_op("input");
+	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
+	screen_request(request, (struct screen_call){ .answered = screen_input_answered,
+						      .done.input = done, .arg = arg });
+}
+
+/* ---- recording ---- */
+
+static void screen_read_figures(const cJSON *json, struct screen_record_figures *figures)
+{
+	*figures = (struct screen_record_figures){
+		.path = screen_string(json, "path"),
+		.bytes = (int64_t)screen_number(json, "bytes"),
+		.measured = true,
+		.duration_ms = (int64_t)screen_number(json, "durationMs"),
+		.frames = (int64_t)screen_number(json, "frames"),
+		.dropped_frames = (int64_t)screen_number(json, "droppedFrames"),
+		.fps = (int)screen_number(json, "fps"),
+		.width = (int)screen_number(json, "width"),
+		.height = (int)screen_number(json, "height"),
+		.started_at = (int64_t)screen_number(json, "startedAt"),
+		.ended_by = screen_string(json, "endedBy"),
+		.error = screen_string(json, "error"),
+	};
+}
+
+static void screen_record_answered(const struct screen_call *call, const cJSON *answer,
+				   const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	struct screen_record_figures figures;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.record(call->arg, NULL, &failed);
+		return;
+	}
+	screen_read_figures(answer, &figures);
+	call->done.record(call->arg, &figures, NULL);
+}
+
+/* record_status's answer says whether one runs, with its figures if so. */
+static void screen_record_status_answered(const struct screen_call *call, const cJSON *answer,
+					  const void *payload, size_t length)
+{
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")) &&
+	    !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "recording")))
+		call->done.record(call->arg, NULL, NULL);
+	else
+		screen_record_answered(call, answer, payload, length);
+}
+
+void screen_record_start(const char *path, const cJSON *fps, const cJSON *max_sec,
+			 screen_record_done_fn done, void *arg)
+{
+	cJSON *request = screen_op("record_start");
+	cJSON_AddStringToObject(request, "path", path);
+	if (fps && !cJSON_IsNull(fps))
+		cJSON_AddItemToObject(request, "fps", cJSON_Duplicate(fps, true));
+	if (max_sec && !cJSON_IsNull(max_sec))
+		cJSON_AddItemToObject(request, "maxSec", cJSON_Duplicate(max_sec, true));
+	screen_request(request, (struct screen_call){ .answered = screen_record_answered,
+						      .done.record = done, .arg = arg });
+}
+
+void screen_record_stop(screen_record_done_fn done, void *arg)
+{
+	screen_request(screen_op("record_stop"), (struct screen_call){
+		.answered = screen_record_answered, .done.record = done, .arg = arg });
+}
+
+void screen_record_status(screen_record_done_fn done, void *arg)
+{
+	screen_request(screen_op("record_status"), (struct screen_call){
+		.answered = screen_record_status_answered, .done.record = done, .arg = arg });
+}
+
+/* ---- the live screen ---- */
+
+static void screen_tell_live(const cJSON *event, const void *payload, size_t length)
+{
+	static const char *const kinds[] = {
+		[SCREEN_LIVE_INIT] = "init", [SCREEN_LIVE_FRAGMENT] = "fragment",
+		[SCREEN_LIVE_ENDED] = "ended",
+	};
+	double live = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(event, "live"));
+	const char *kind = screen_string(event, "kind");
+	if (live != live || !kind)
+		return;
+	struct screen_live_piece piece = {
+		.live = (int)live,
+		.key = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(event, "key")),
+		.error = screen_string(event, "error"),
+		.data = payload,
+		.length = length,
+	};
+	size_t k = 0;
+	while (k < sizeof kinds / sizeof kinds[0] && strcmp(kind, kinds[k]) != 0)
+		k++;
+	if (k == sizeof kinds / sizeof kinds[0])
+		return;
+	piece.kind = (enum screen_live_kind)k;
+	for (int i = 0; i < listener_count; i++)
+		if (listeners[i]->live)
+			listeners[i]->live(&piece);
+}
+
+static void screen_live_answered(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, "the live view did not start", &failed)) {
+		call->done.live(call->arg, NULL, &failed);
+		return;
+	}
+	/* The name goes into a header: only what an avc1 name is made of. */
+	const char *codec = screen_string(answer, "codec");
+	bool usable = codec && strlen(codec) < 20 &&
+		      codec[strspn(codec, "avc1.0123456789abcdef")] == '\0';
+	struct screen_live_stream stream = {
+		.width = (int)screen_number(answer, "width"),
+		.height = (int)screen_number(answer, "height"),
+		.started_at = (int64_t)screen_number(answer, "startedAt"),
+		.codec = usable ? codec : NULL,
+	};
+	call->done.live(call->arg, &stream, NULL);
+}
+
+void screen_live_start(int live, int fps, double scale, screen_live_started_fn done, void *arg)
+{
+	cJSON *request = screen_op("live_start");
+	cJSON_AddNumberToObject(request, "live", live);
+	cJSON_AddNumberToObject(request, "fps", fps);
+	cJSON_AddNumberToObject(request, "scale", scale);
+	screen_request(request, (struct screen_call){ .answered = screen_live_answered,
+						      .done.live = done, .arg = arg });
+}
+
+/* live_key and live_stop: their answers tell nothing the caller needs. */
+static void screen_ignore_answer(const struct screen_call *call, const cJSON *answer,
+				 const void *payload, size_t length)
+{
+}
+
+static void screen_live_tell(const char *op, int live)
+{
+	cJSON *request = screen_op(op);
+	cJSON_AddNumberToObject(request, "live", live);
+	screen_request(request, (struct screen_call){ .answered = screen_ignore_answer });
+}
+
+void screen_live_key(int live)
+{
+	screen_live_tell("live_key", live);
+}
+
+void screen_live_stop(int live)
+{
+	screen_live_tell("live_stop", live);
 }

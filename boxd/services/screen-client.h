@@ -1,18 +1,25 @@
-/* screen-client.h: boxd's side of the screen worker (boxd-screen).
+/* screen-client.h: boxd's side of the screen worker (boxd-screen), and the
+ * only speaker of its protocol (screen-protocol.h): typed calls go in, and
+ * C values, or a failure with a sentence, come back through callbacks.
  *
  * The worker owns the X11 connection and the codecs; boxd links neither. It
  * is started at boxd's start when the display's server is there, else on
  * first use, and again on the next call after it exits (it exits when the X
  * server goes away, and when it has been unused for the idle time: boxd
  * closes its end then). All calls run on the event loop and never block it:
- * the socket to the worker is non-blocking and answers arrive as events. */
+ * the socket to the worker is non-blocking and answers arrive as events.
+ * Each call's callback runs exactly once: when the worker answers, or
+ * before the call returns when the worker cannot be started. */
 #ifndef BOXD_SCREEN_CLIENT_H
 #define BOXD_SCREEN_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
+
+#include "failure.h"
 
 struct event_base;
 
@@ -26,28 +33,131 @@ void screen_client_init(struct event_base *base, const char *display, int idle_s
  * so that commands cannot signal it. */
 void screen_client_start_ahead(void);
 
-/* Runs once with the worker's answer: either {"ok":true,...} with an
- * optional payload (an image), or {"error":{"status","code","message"}}
- * (also made up by boxd when the worker cannot be reached). The answer and
- * payload are valid during the call only. */
-typedef void (*screen_client_done_fn)(void *arg, const cJSON *answer, const void *payload,
-				      size_t length);
+/* Why a call failed: the failure (its HTTP status is the router's
+ * business) and a sentence for the caller. Valid during the callback. */
+struct screen_failure {
+	enum failure failure;
+	const char *message;
+};
 
-/* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to the
- * worker, starting the worker if needed. `done` always runs exactly once: on
- * the loop when the answer comes, or before this returns when the worker
- * cannot be started. */
-void screen_client_call(cJSON *request, screen_client_done_fn done, void *arg);
+/* ---- shots ---- */
 
-/* Told whenever the worker reports something by itself: a "display" change
- * or a "record_ended" (maxSec reached, an error), and {"event":"worker_exit"}
- * when the worker went away. One listener (api-screen.c). */
-void screen_client_on_event(void (*listener)(const cJSON *event));
+/* A shot's parameters as the caller gave them, as text (NULL: the default;
+ * docs/screen.md, "Screenshots"). The worker checks them once it knows the
+ * display is up and its size: a wrong one fails with FAILURE_BAD_REQUEST
+ * naming it. */
+struct screen_shot_options {
+	const char *format, *quality, *scale, *x, *y, *w, *h, *cursor;
+};
 
-/* Told of the same events with their payload: the live view's fragments
- * ({"event":"live",...} with the MP4 bytes) and "worker_exit". One
- * listener (api-screen-live.c). */
-typedef void (*screen_client_stream_fn)(const cJSON *event, const void *payload, size_t length);
-void screen_client_on_stream(screen_client_stream_fn listener);
+struct screen_shot {
+	int width, height;
+	const char *content_type; /* "image/png" or "image/jpeg" */
+	bool cached;              /* the last shot's bytes: nothing it shows changed */
+	const void *data;         /* the encoded image */
+	size_t length;
+};
+
+/* Exactly one of `shot` and `failed` is given; both valid during the call. */
+typedef void (*screen_shot_done_fn)(void *arg, const struct screen_shot *shot,
+				    const struct screen_failure *failed);
+void screen_shot(const struct screen_shot_options *options, screen_shot_done_fn done, void *arg);
+
+/* ---- input ---- */
+
+/* `performed`: how many actions ran, all of them; 0 when `failed` (whose
+ * sentence says where it stopped). */
+typedef void (*screen_input_done_fn)(void *arg, int performed, const struct screen_failure *failed);
+/* Performs `actions`, the API's array of actions (copied), in order. The
+ * worker checks the whole list first: one wrong action fails the call with
+ * FAILURE_BAD_REQUEST naming its index, and nothing was done. */
+void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg);
+
+/* ---- recording ---- */
+
+/* A recording's figures (docs/screen.md, "Recording"). Strings are valid
+ * during the callback only. */
+struct screen_record_figures {
+	const char *path;
+	int64_t bytes;         /* of the file so far */
+	/* The rest is known when the worker told it; not when the worker died
+	 * mid-recording (boxd then knows only the file and why it ended). */
+	bool measured;
+	int64_t duration_ms, frames, dropped_frames;
+	int fps, width, height;
+	int64_t started_at;    /* ms since the epoch */
+	const char *ended_by;  /* "stop", "maxSec", "error", "display_lost"; NULL while running */
+	const char *error;     /* why it ended, when by an error or the worker's end; else NULL */
+};
+
+/* Exactly one of `figures` and `failed` is given, except for
+ * screen_record_status with nothing recording: neither. */
+typedef void (*screen_record_done_fn)(void *arg, const struct screen_record_figures *figures,
+				      const struct screen_failure *failed);
+/* Starts recording into `path` (absolute). `fps` and `max_sec` as the
+ * caller gave them (a number, or its digits as text; NULL or JSON null:
+ * the default), checked by the worker. The figures come once the first
+ * frame is in the file. */
+void screen_record_start(const char *path, const cJSON *fps, const cJSON *max_sec,
+			 screen_record_done_fn done, void *arg);
+/* Stops the recording and finishes its file: its final figures;
+ * FAILURE_CONFLICT when none runs. */
+void screen_record_stop(screen_record_done_fn done, void *arg);
+/* The figures so far of the recording running, if one is. */
+void screen_record_status(screen_record_done_fn done, void *arg);
+
+/* ---- the live screen ---- */
+
+/* A live capture as it started (docs/screen.md, "The live screen"). */
+struct screen_live_stream {
+	int width, height;
+	int64_t started_at;    /* ms since the epoch of the stream's time 0 */
+	const char *codec;     /* its RFC 6381 name, "avc1.PPCCLL"; NULL when none fit to send */
+};
+
+/* Exactly one of `stream` and `failed` is given; both valid during the call. */
+typedef void (*screen_live_started_fn)(void *arg, const struct screen_live_stream *stream,
+				       const struct screen_failure *failed);
+/* Starts a capture that the caller numbers `live`, at most `fps` frames a
+ * second, scaled by `scale`. Its init segment and first keyframe come as
+ * reports (the listeners' `live`) before the answer. */
+void screen_live_start(int live, int fps, double scale, screen_live_started_fn done, void *arg);
+/* Asks capture `live` for a keyframe soon; its answer tells nothing. */
+void screen_live_key(int live);
+/* Stops capture `live` and frees what it holds in the worker. */
+void screen_live_stop(int live);
+
+enum screen_live_kind {
+	SCREEN_LIVE_INIT,      /* the init segment (ftyp+moov) */
+	SCREEN_LIVE_FRAGMENT,  /* one frame: moof+mdat */
+	SCREEN_LIVE_ENDED,     /* the capture ended by itself */
+};
+
+/* A piece of a capture's stream, fragmented MP4; valid during the call. */
+struct screen_live_piece {
+	int live;
+	enum screen_live_kind kind;
+	bool key;              /* a fragment that starts with a keyframe */
+	const char *error;     /* SCREEN_LIVE_ENDED: why, if said */
+	const void *data;
+	size_t length;
+};
+
+/* ---- what the worker reports by itself ---- */
+
+/* Each listener (NULL members are skipped) hears every report. Display
+ * changes are the client's own business: they make health probe afresh. */
+struct screen_client_listener {
+	/* A recording ended by itself (maxSec reached, an error). */
+	void (*record_ended)(const struct screen_record_figures *figures);
+	/* A live capture's piece. */
+	void (*live)(const struct screen_live_piece *piece);
+	/* The worker went away (`why` says how); the calls still waiting
+	 * fail right after this. */
+	void (*worker_exit)(const char *why);
+};
+/* `listener` is kept, not copied. At most SCREEN_CLIENT_LISTENERS. */
+#define SCREEN_CLIENT_LISTENERS 4
+void screen_client_listen(const struct screen_client_listener *listener);
 
 #endif
