@@ -70,16 +70,21 @@ static int run_http(const char *socket_path, const char *path, int count)
 	char request[256], buffer[65536];
 	int length = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: boxd\r\n\r\n", path);
 	double *samples = malloc(sizeof *samples * (size_t)count);
-	for (int i = -count / 10; i < count; i++) {
+	int status = 0;
+	for (int i = -count / 10; i < count && !status; i++) {
 		double start = now_us();
-		if (write(fd, request, (size_t)length) != length)
-			return 1;
+		if (write(fd, request, (size_t)length) != length) {
+			status = 1;
+			break;
+		}
 		read_answer(fd, buffer, sizeof buffer);
 		if (i >= 0)
 			samples[i] = now_us() - start;
 	}
-	report(samples, count);
-	return 0;
+	if (!status)
+		report(samples, count);
+	free(samples);
+	return status;
 }
 
 static int run_echo(int count, size_t answer_bytes)
@@ -107,24 +112,29 @@ static int run_echo(int count, size_t answer_bytes)
 	close(pair[1]);
 	char *buffer = malloc(answer_bytes);
 	double *samples = malloc(sizeof *samples * (size_t)count);
-	for (int i = -count / 10; i < count; i++) {
+	int status = 0;
+	for (int i = -count / 10; i < count && !status; i++) {
 		double start = now_us();
 		if (write(pair[0], request, request_length) != (ssize_t)request_length)
-			return 1;
+			status = 1;
 		size_t got = 0;
-		while (got < answer_bytes) {
+		while (!status && got < answer_bytes) {
 			ssize_t n = read(pair[0], buffer + got, answer_bytes - got);
 			if (n <= 0)
-				return 1;
-			got += (size_t)n;
+				status = 1;
+			else
+				got += (size_t)n;
 		}
-		if (i >= 0)
+		if (i >= 0 && !status)
 			samples[i] = now_us() - start;
 	}
 	close(pair[0]);
 	waitpid(child, NULL, 0);
-	report(samples, count);
-	return 0;
+	if (!status)
+		report(samples, count);
+	free(samples);
+	free(buffer);
+	return status;
 }
 
 int main(int argc, char **argv)

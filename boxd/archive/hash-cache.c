@@ -266,11 +266,17 @@ void hash_cache_store(struct hash_cache *cache, const struct stat *st, int64_t h
 	if (slot && (cache->header->record_count + 1) * 2 <= cache->header->slot_count) {
 		if (slot->check == 0)
 			cache->header->record_count++;
-		struct cache_slot fresh = {
-			.dev = st->st_dev, .ino = st->st_ino, .size = (uint64_t)st->st_size,
-			.mtime_ns = ns_of(st->st_mtim), .ctime_ns = ns_of(st->st_ctim),
-			.hashed_at_ns = hashed_at_ns, .mode = st->st_mode,
-		};
+		/* Zeroed whole first: the checksum reads every byte before
+		 * `check`, padding included where an ABI has some. */
+		struct cache_slot fresh;
+		memset(&fresh, 0, sizeof fresh);
+		fresh.dev = st->st_dev;
+		fresh.ino = st->st_ino;
+		fresh.size = (uint64_t)st->st_size;
+		fresh.mtime_ns = ns_of(st->st_mtim);
+		fresh.ctime_ns = ns_of(st->st_ctim);
+		fresh.hashed_at_ns = hashed_at_ns;
+		fresh.mode = st->st_mode;
 		memcpy(fresh.hash, hash, ENTRY_HASH_SIZE);
 		fresh.check = slot_checksum(&fresh);
 		*slot = fresh;

@@ -361,6 +361,8 @@ static bool input_combo(struct input *input, const char *keys, char *error, size
 {
 	KeySym keysyms[INPUT_KEYS_MAX_COMBO];
 	int count = input_keys_parse(keys, keysyms, error, error_size);
+	if (count <= 0)
+		return false; /* `error` says why (checked before any action ran, too) */
 	if (count == 1)
 		return input_tap_keysym(input, keysyms[0], error, error_size);
 	int codes[INPUT_KEYS_MAX_COMBO];

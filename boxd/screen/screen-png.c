@@ -16,6 +16,7 @@
 
 #include "text.h"
 #include "xalloc.h"
+#include "vectorize.h"
 
 /* Rows a strip. Smaller strips reuse more of a screen where little changed
  * but lose more to the flushes (the dictionary starts empty in each):
@@ -133,7 +134,7 @@ static void screen_png_row_rgb(const uint8_t *restrict in, uint8_t *restrict out
 /* PNG filter type 4 on one row: each byte minus the one of its left (a),
  * upper (b) and upper-left (c) neighbours nearest to a + b - c. Written
  * without branches on 16-bit lanes so the compiler vectorises it. */
-__attribute__((optimize("tree-vectorize")))
+VECTORIZE
 static void screen_png_paeth(const uint8_t *restrict row, const uint8_t *restrict above,
 			     uint8_t *restrict out, size_t length)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "xalloc.h"
+#include "vectorize.h"
 
 /* The BT.601 studio-swing matrix in fixed point, 15 fractional bits (8
  * are a step off for pure green). */
@@ -32,7 +33,7 @@ static inline uint8_t chroma(int cr, int cg, int cb, int r, int g, int b)
 /* One pair of rows. `red` and `blue` are the byte offsets of those channels
  * in a pixel (green is always 1): constants in each caller, so the loop is
  * straight code the compiler can vectorise. */
-__attribute__((optimize("tree-vectorize"))) static inline void
+VECTORIZE static inline void
 pair(const uint8_t *restrict top, const uint8_t *restrict bottom, uint8_t *restrict y_top,
      uint8_t *restrict y_bottom, uint8_t *restrict u, uint8_t *restrict v, int width, int red,
      int blue)
@@ -152,8 +153,10 @@ bool yuv_tracker_update(struct yuv_tracker *tracker, const struct screen_image *
 			memcpy(tracker->previous + at, image->pixels + at, length);
 		any |= now[band];
 		bool stale = now[band];
-		for (int k = 1; k < tracker->frames; k++)
-			stale |= tracker->changed[k][band];
+		for (int k = 1; k < tracker->frames; k++) {
+			const bool *record = tracker->changed[k];
+			stale |= record && record[band]; /* none yet: nothing missed */
+		}
 		if (stale)
 			screen_yuv_rows(image, planes, y0, y1);
 	}

@@ -28,7 +28,7 @@ struct buf {
 
 static void buf_put(struct buf *b, const char *data, size_t len)
 {
-	if (b->len + len + 1 > b->cap) {
+	if (!b->data || b->len + len + 1 > b->cap) {
 		b->cap = (b->len + len + 1) * 2;
 		b->data = xrealloc(b->data, b->cap);
 	}
@@ -364,7 +364,7 @@ static void wrapped_base64_cases(void)
 	static const size_t widths[] = { 64, 76 };
 	static const char *const eols[] = { "\n", "\r\n" };
 	char value[200], plain[300], enc[500];
-	size_t pos[500];
+	size_t pos[500] = {0};
 	int checked = 0;
 	for (size_t len = 8; len <= 200; len++) {
 		random_value(value, len);
@@ -402,7 +402,7 @@ static void hex_cases(void)
 {
 	static const size_t widths[] = { 0, 60, 64, 76 };
 	char value[200], plain[300], enc[700];
-	size_t pos[700];
+	size_t pos[700] = {0};
 	int checked = 0;
 	for (size_t len = 8; len <= 200; len++) {
 		random_value(value, len);
