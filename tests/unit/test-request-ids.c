@@ -28,9 +28,9 @@ static void check_store(void)
 	CHECK(request_ids_count() == 3);
 	done = request_ids_find("done");
 	CHECK(done && done->done && done->status == 201 && !done->orphaned);
+	size_t length;
 	if (done) {
 		CHECK(strcmp(done->target, "POST /v1/exec") == 0 && strcmp(done->resource, "c_1") == 0);
-		size_t length;
 		char *body = request_ids_body(done, &length);
 		CHECK(body && length == 7 && strcmp(body, "{\"a\":1}") == 0);
 		free(body);
