@@ -59,7 +59,8 @@ static void read_answer(int fd, char *buffer, size_t size)
 		buffer[have] = '\0';
 		char *end = strstr(buffer, "\r\n\r\n");
 		char *length = strstr(buffer, "Content-Length: ");
-		if (end && length && have >= (size_t)(end + 4 - buffer) + strtoul(length + 16, NULL, 10))
+		if (end && length &&
+		    have >= (size_t)(end + 4 - buffer) + strtoul(length + 16, NULL, 10))
 			return;
 	}
 }
@@ -68,7 +69,8 @@ static int run_http(const char *socket_path, const char *path, int count)
 {
 	int fd = connect_unix(socket_path);
 	char request[256], buffer[65536];
-	int length = snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: boxd\r\n\r\n", path);
+	int length =
+		snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: boxd\r\n\r\n", path);
 	double *samples = malloc(sizeof *samples * (size_t)count);
 	int status = 0;
 	for (int i = -count / 10; i < count && !status; i++) {

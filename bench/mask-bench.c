@@ -72,8 +72,8 @@ int main(int argc, char **argv)
 	for (char *line = strtok(vtext, "\n"); line && count < 1024; line = strtok(NULL, "\n"))
 		values[count++] = line;
 	int raw = strcmp(argv[3], "raw") == 0;
-	struct mask_set *set = raw ? mask_set_new_raw(values, NULL, count)
-				   : mask_set_new(values, NULL, count);
+	struct mask_set *set =
+		raw ? mask_set_new_raw(values, NULL, count) : mask_set_new(values, NULL, count);
 
 	/* Throughput: 64 KiB reads, as a pipe delivers them; best of 5 passes,
 	 * by the wall clock and by CPU time. */
@@ -110,8 +110,9 @@ int main(int argc, char **argv)
 
 	printf("{\"mode\": \"%s\", \"forms\": %zu, \"set_bytes\": %zu, \"bytes\": %zu, "
 	       "\"mb_per_s\": %.0f, \"cpu_mb_per_s\": %.0f, \"line_us\": %.3f, "
-	       "\"out_bytes\": %zu}\n", argv[3], mask_set_form_count(set), mask_set_memory(set),
-	       len, len / best / 1e6, len / best_cpu / 1e6, line_us, total_out);
+	       "\"out_bytes\": %zu}\n",
+	       argv[3], mask_set_form_count(set), mask_set_memory(set), len, len / best / 1e6,
+	       len / best_cpu / 1e6, line_us, total_out);
 	mask_set_unref(set);
 	return 0;
 }

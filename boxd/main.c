@@ -56,7 +56,7 @@ static bool make_dirs(const char *path, mode_t mode)
 {
 	char partial[4096];
 	snprintf(partial, sizeof partial, "%s", path);
-	for (char *slash = partial + 1; ; slash++) {
+	for (char *slash = partial + 1;; slash++) {
 		bool end = *slash == '\0';
 		if (*slash == '/' || end) {
 			*slash = '\0';
@@ -72,11 +72,13 @@ static bool make_dirs(const char *path, mode_t mode)
 static bool prepare_dirs(void)
 {
 	if (!make_dirs(config.work_dir, 0755)) {
-		log_msg(LOG_LEVEL_ERROR, "cannot create the work dir %s: %s", config.work_dir, strerror(errno));
+		log_msg(LOG_LEVEL_ERROR, "cannot create the work dir %s: %s", config.work_dir,
+			strerror(errno));
 		return false;
 	}
 	if (!make_dirs(config.run_dir, 0755)) {
-		log_msg(LOG_LEVEL_ERROR, "cannot create the run dir %s: %s", config.run_dir, strerror(errno));
+		log_msg(LOG_LEVEL_ERROR, "cannot create the run dir %s: %s", config.run_dir,
+			strerror(errno));
 		return false;
 	}
 	return true;
@@ -137,7 +139,8 @@ static bool start_services(void)
 	/* Once the commands' cgroup is known: the routes that act for the
 	 * control plane refuse commands from the first request on. */
 	callers_init(protect_dir(), exec_commands_cgroup());
-	if (config.report && !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
+	if (config.report &&
+	    !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
 		return false;
 	}
@@ -168,7 +171,8 @@ int main(int argc, char **argv)
 	/* Before any thread starts: capabilities are per thread. */
 	char cap_error[256];
 	if (!capabilities_drop(cap_error, sizeof cap_error))
-		log_msg(LOG_LEVEL_WARNING, "%s; boxd keeps the capabilities it started with", cap_error);
+		log_msg(LOG_LEVEL_WARNING, "%s; boxd keeps the capabilities it started with",
+			cap_error);
 
 	base = event_base_new();
 	/* Three priorities: every event at the middle one, and the lowest for
@@ -184,7 +188,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_msg(LOG_LEVEL_INFO, "boxd %s ready in %.1f ms (work dir %s, run dir %s)", BOXD_VERSION,
-		(double)(clock_monotonic_us() - start_us) / 1000.0, config.work_dir, config.run_dir);
+		(double)(clock_monotonic_us() - start_us) / 1000.0, config.work_dir,
+		config.run_dir);
 	notify_send("READY=1\nSTATUS=serving on %s", config.socket_path);
 
 	event_base_dispatch(base);

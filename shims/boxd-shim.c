@@ -55,9 +55,10 @@
 static struct shim shim_state;
 
 /* Stray signals do not end a shim: boxd stops commands over the socket. */
-const int shim_ignored_signals[] = {SIGPIPE, SIGHUP, SIGINT, SIGTERM, SIGQUIT, SIGUSR1, SIGUSR2,
-				    SIGALRM};
-const size_t shim_ignored_signal_count = sizeof shim_ignored_signals / sizeof shim_ignored_signals[0];
+const int shim_ignored_signals[] = {SIGPIPE, SIGHUP,  SIGINT,  SIGTERM,
+				    SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM};
+const size_t shim_ignored_signal_count =
+	sizeof shim_ignored_signals / sizeof shim_ignored_signals[0];
 
 static void status_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void status_line(const char *fmt, ...)
@@ -284,8 +285,8 @@ static bool reap(struct shim *shim)
 static void write_stdin(struct shim *shim)
 {
 	size_t left = shim->spec.stdin_length - shim->stdin_written;
-	ssize_t n = left ? write(shim->stdin_fd, shim->spec.stdin_data + shim->stdin_written, left)
-			 : 0;
+	ssize_t n =
+		left ? write(shim->stdin_fd, shim->spec.stdin_data + shim->stdin_written, left) : 0;
 	if (n > 0)
 		shim->stdin_written += (size_t)n;
 	if (n < 0 && errno == EAGAIN)
@@ -501,8 +502,10 @@ static bool start(struct shim *shim)
 	if (!shim->seeded && shim->spec.memory_max &&
 	    !cgroup_job_set_memory_max(&shim->job, shim->spec.memory_max)) {
 		char why[256];
-		snprintf(why, sizeof why, "memoryMaxBytes cannot be enforced: the command's cgroup "
-			 "takes no memory.max (%s)", strerror(errno));
+		snprintf(why, sizeof why,
+			 "memoryMaxBytes cannot be enforced: the command's cgroup "
+			 "takes no memory.max (%s)",
+			 strerror(errno));
 		prepare_remove_cgroups(shim);
 		answer_failed(shim, "bad_request", why);
 		return false;
@@ -529,12 +532,18 @@ static bool start(struct shim *shim)
 	if (shim->spec.timeout_ms > 0)
 		shim->timeout_at = clock_monotonic_ms() + shim->spec.timeout_ms;
 	struct shim_meta meta = {
-		.id = shim->spec.id, .cmd = output_mask_text(shim->spec.cmd),
+		.id = shim->spec.id,
+		.cmd = output_mask_text(shim->spec.cmd),
 		.cwd = output_mask_text(shim->spec.cwd),
-		.user = shim->spec.user, .log_path = shim->spec.log_path,
-		.cgroup = shim->job.v2_dir, .pids_cgroup = shim->job.pids_dir,
-		.background = shim->spec.background, .started_at = shim->started_at,
-		.timeout_ms = shim->spec.timeout_ms, .pid = shim->pid, .shim_pid = getpid(),
+		.user = shim->spec.user,
+		.log_path = shim->spec.log_path,
+		.cgroup = shim->job.v2_dir,
+		.pids_cgroup = shim->job.pids_dir,
+		.background = shim->spec.background,
+		.started_at = shim->started_at,
+		.timeout_ms = shim->spec.timeout_ms,
+		.pid = shim->pid,
+		.shim_pid = getpid(),
 	};
 	/* Before the answer: a boxd restarted from here on finds the command. */
 	bool written = write_meta(shim, &meta);
@@ -610,7 +619,8 @@ static bool spare_wait(struct shim *shim)
 	if (!prepare_take(shim, &spec) && shim->seeded) {
 		/* The seed has a spec that was not made for its cgroups: never
 		 * boxd's doing (exec-spawn.c), and the command must not run twice. */
-		answer_failed(shim, "internal", "the spec given to the seed does not match what was "
+		answer_failed(shim, "internal",
+			      "the spec given to the seed does not match what was "
 			      "prepared for it");
 		return false;
 	}
@@ -652,8 +662,7 @@ static bool legacy_wait(struct shim *shim)
 static void join_shims_cgroup(void)
 {
 	const char *dir = getenv("BOXD_SHIM_CGROUP");
-	if (dir && *dir && !cgroup_move(dir, getpid()) && errno == ENOENT &&
-	    mkdir(dir, 0755) == 0)
+	if (dir && *dir && !cgroup_move(dir, getpid()) && errno == ENOENT && mkdir(dir, 0755) == 0)
 		cgroup_move(dir, getpid());
 	unsetenv("BOXD_SHIM_CGROUP");
 }
@@ -685,9 +694,11 @@ int main(int argc, char **argv)
 		return keep_cgroup();
 	bool spare = made || (argc == 2 && !strcmp(argv[1], "--spare"));
 	if (argc > 1 && !spare) {
-		fprintf(stderr, "usage: boxd-shim --spare (started by boxd: the channel on stdin; see "
+		fprintf(stderr,
+			"usage: boxd-shim --spare (started by boxd: the channel on stdin; see "
 			"shim-protocol.h)\n"
-			"       boxd-shim --spares (started by boxd: forks a --spare for each channel "
+			"       boxd-shim --spares (started by boxd: forks a --spare for each "
+			"channel "
 			"it is sent on stdin)\n"
 			"       boxd-shim < SPEC (the same, as boxd did before the channel)\n"
 			"       boxd-shim --keep-cgroup (boxd-commands.service)\n");

@@ -61,9 +61,19 @@
  * again), get_robust_list (reads a pointer), move_pages and migrate_pages
  * (NUMA placement of pages; the process goes on). */
 static const char *const whole_syscalls[] = {
-	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_send_signal",
-	"ptrace", "process_vm_readv", "process_vm_writev",
-	"pidfd_getfd", "process_madvise", "process_mrelease", "kcmp",
+	"kill",
+	"tkill",
+	"tgkill",
+	"rt_sigqueueinfo",
+	"rt_tgsigqueueinfo",
+	"pidfd_send_signal",
+	"ptrace",
+	"process_vm_readv",
+	"process_vm_writev",
+	"pidfd_getfd",
+	"process_madvise",
+	"process_mrelease",
+	"kcmp",
 };
 
 /* A rule for the native and the 32-bit architectures. A name a given
@@ -88,16 +98,19 @@ static bool add_rules(scmp_filter_ctx ctx)
 	 * `ulimit`), which a seed does after its guard is in and before the
 	 * shim listens. (A comparison's second datum only counts for a masked
 	 * one: 0 elsewhere.) */
-	const struct scmp_arg_cmp new_limit[] = { SCMP_A0(SCMP_CMP_NE, 0, 0),
-						  SCMP_A2(SCMP_CMP_NE, 0, 0) };
+	const struct scmp_arg_cmp new_limit[] = {SCMP_A0(SCMP_CMP_NE, 0, 0),
+						 SCMP_A2(SCMP_CMP_NE, 0, 0)};
 	const struct scmp_arg_cmp set_owner = SCMP_A1(SCMP_CMP_EQ, F_SETOWN, 0);
 	const struct scmp_arg_cmp set_owner_ex = SCMP_A1(SCMP_CMP_EQ, F_SETOWN_EX, 0);
 	const struct scmp_arg_cmp io_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, FIOSETOWN);
 	const struct scmp_arg_cmp socket_owner = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, SIOCSPGRP);
 	return notify_rule(ctx, "prlimit64", 2, new_limit) &&
-	       notify_rule(ctx, "fcntl", 1, &set_owner) && notify_rule(ctx, "fcntl", 1, &set_owner_ex) &&
-	       notify_rule(ctx, "fcntl64", 1, &set_owner) && notify_rule(ctx, "fcntl64", 1, &set_owner_ex) &&
-	       notify_rule(ctx, "ioctl", 1, &io_owner) && notify_rule(ctx, "ioctl", 1, &socket_owner);
+	       notify_rule(ctx, "fcntl", 1, &set_owner) &&
+	       notify_rule(ctx, "fcntl", 1, &set_owner_ex) &&
+	       notify_rule(ctx, "fcntl64", 1, &set_owner) &&
+	       notify_rule(ctx, "fcntl64", 1, &set_owner_ex) &&
+	       notify_rule(ctx, "ioctl", 1, &io_owner) &&
+	       notify_rule(ctx, "ioctl", 1, &socket_owner);
 }
 
 static scmp_filter_ctx guard_filter(void)
@@ -151,8 +164,8 @@ bool guard_install(int channel, const void *prepared)
 	if (prepared) {
 		/* Flags as seccomp_load sets them for this filter: a listener,
 		 * no TSYNC, no log, no_new_privs left alone (root's CAP_SYS_ADMIN). */
-		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
-				  prepared);
+		fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				  SECCOMP_FILTER_FLAG_NEW_LISTENER, prepared);
 		if (fd < 0)
 			return false;
 	} else {
@@ -216,8 +229,8 @@ static long proc_dir_target(pid_t caller, long fd)
 	int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct statfs fs;
 	bool procfs = dir >= 0 && fstatfs(dir, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
-	int stat_fd = procfs ? openat(dir, "stat", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
-			     : -1;
+	int stat_fd =
+		procfs ? openat(dir, "stat", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (dir >= 0)
 		close(dir);
 	struct stat st;
@@ -291,7 +304,8 @@ static bool refuse(const struct shim *shim, const struct seccomp_notif *n, const
 	if (!strncmp(name, "process_vm_", 11))
 		return is_protected(shim, first);
 	if (!strcmp(name, "pidfd_send_signal"))
-		return n->data.args[1] != 0 && is_protected(shim, pidfd_target((pid_t)n->pid, first));
+		return n->data.args[1] != 0 &&
+		       is_protected(shim, pidfd_target((pid_t)n->pid, first));
 	if (!strcmp(name, "pidfd_getfd") || !strcmp(name, "process_madvise") ||
 	    !strcmp(name, "process_mrelease"))
 		return is_protected(shim, pidfd_target((pid_t)n->pid, first));

@@ -39,8 +39,8 @@ static void notify_ready(void)
 	if (fd < 0)
 		return;
 	static const char ready[] = "READY=1\nSTATUS=holding the commands' cgroup";
-	if (sendto(fd, ready, sizeof ready - 1, MSG_NOSIGNAL, (struct sockaddr *)&address,
-		   length) < 0)
+	if (sendto(fd, ready, sizeof ready - 1, MSG_NOSIGNAL, (struct sockaddr *)&address, length) <
+	    0)
 		fprintf(stderr, "boxd-shim: cannot notify systemd: %s\n", strerror(errno));
 	close(fd);
 }

@@ -26,8 +26,8 @@
 static void log_fail(struct shim_log *log, const char *what, int error)
 {
 	if (!log->error)
-		log->error = xasprintf("the log %s stopped at %" PRIu64 " bytes: %s %s",
-				       log->path, log->size, what, strerror(error));
+		log->error = xasprintf("the log %s stopped at %" PRIu64 " bytes: %s %s", log->path,
+				       log->size, what, strerror(error));
 	if (log->fd >= 0)
 		close(log->fd);
 	log->fd = -1;

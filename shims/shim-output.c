@@ -67,8 +67,8 @@ static void output_deliver(void *context, const char *data, size_t length)
 
 static struct delivery out_delivery, err_delivery;
 
-static void output_mask(struct shim_stream *stream, struct delivery *delivery,
-			const char *data, size_t length)
+static void output_mask(struct shim_stream *stream, struct delivery *delivery, const char *data,
+			size_t length)
 {
 	if (stream->masker)
 		mask_stream_feed(stream->masker, data, length);
@@ -180,7 +180,8 @@ static void capture_text(struct shim *shim, const struct shim_capture *c, struct
 		size_t head = utf8_prefix_length(c->head, c->head_length);
 		size_t skip = utf8_skip_partial(t->tail_copy, c->tail_length);
 		uint64_t omitted = c->total - head - (c->tail_length - skip);
-		t->marker = xasprintf("\n[... %" PRIu64 " bytes omitted; the whole output is in %s ...]\n",
+		t->marker = xasprintf("\n[... %" PRIu64
+				      " bytes omitted; the whole output is in %s ...]\n",
 				      omitted, shim->log.path);
 		t->head_length = head;
 		t->tail += skip;
@@ -225,9 +226,10 @@ bool output_captures(struct shim *shim, size_t limit, char *texts[2], size_t len
 {
 	const struct shim_capture *captures[2] = {&shim->out.capture, &shim->err.capture};
 	/* Both halves of both streams bound what the texts can take. */
-	if (!shim->spec.max_output_bytes ||
-	    captures[0]->head_length + captures[0]->tail_length + captures[1]->head_length +
-	    captures[1]->tail_length > limit)
+	if (!shim->spec.max_output_bytes || captures[0]->head_length + captures[0]->tail_length +
+							    captures[1]->head_length +
+							    captures[1]->tail_length >
+						    limit)
 		return false;
 	struct capture_text t[2];
 	size_t total = 0;

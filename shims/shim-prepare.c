@@ -76,7 +76,8 @@ static void prepare_pipes(struct shim *shim)
 		  socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->guard) == 0 &&
 		  (p->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
 	if (!ok)
-		prepare_fail(shim, "internal", "cannot set up the command's pipes: %s", strerror(errno));
+		prepare_fail(shim, "internal", "cannot set up the command's pipes: %s",
+			     strerror(errno));
 }
 
 static void prepare_state_dir(struct shim *shim)
@@ -109,7 +110,8 @@ static void prepare_cgroups(struct shim *shim)
 {
 	struct shim_prepared *p = &shim->prep;
 	const struct shim_spec *spec = &shim->spec;
-	cgroup_job_create(&shim->job, spec->cgroup_base, spec->pids_base, spec->id, spec->pids_max, 0);
+	cgroup_job_create(&shim->job, spec->cgroup_base, spec->pids_base, spec->id, spec->pids_max,
+			  0);
 	if (shim->job.v2_dir)
 		p->cgroup_fd = open(shim->job.v2_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
@@ -148,7 +150,8 @@ static bool rename_for(struct shim *shim, const struct shim_spec *spec)
 	free(p->state_dir);
 	p->state_dir = xstrdup(spec->state_dir);
 	char *v2_before = shim->job.v2_dir ? xstrdup(shim->job.v2_dir) : NULL;
-	bool renamed = cgroup_job_rename(&shim->job, spec->cgroup_base, spec->id, shim->spec.pids_max);
+	bool renamed =
+		cgroup_job_rename(&shim->job, spec->cgroup_base, spec->id, shim->spec.pids_max);
 	if (renamed && v2_before && !same(v2_before, shim->job.v2_dir)) {
 		close_fd(&p->cgroup_fd);
 		p->cgroup_fd = open(shim->job.v2_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -184,7 +187,8 @@ bool prepare_cgroup_again(struct shim *shim)
 	close_fd(&shim->prep.cgroup_fd);
 	struct cgroup_job fresh;
 	if (!cgroup_job_create(&fresh, spec->cgroup_base, NULL, spec->id, shim->spec.pids_max,
-			       spec->memory_max) || !fresh.v2_dir) {
+			       spec->memory_max) ||
+	    !fresh.v2_dir) {
 		cgroup_job_free(&fresh);
 		return false;
 	}
@@ -197,7 +201,7 @@ bool prepare_cgroup_again(struct shim *shim)
 void prepare_done(struct shim *shim)
 {
 	struct shim_prepared *p = &shim->prep;
-	int *fds[] = {&p->out[1], &p->err[1], &p->in[0], &p->report[0], &p->report[1],
+	int *fds[] = {&p->out[1],   &p->err[1],   &p->in[0],   &p->report[0], &p->report[1],
 		      &p->guard[0], &p->guard[1], &p->null_fd, &p->cgroup_fd, &p->seed_socket};
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		close_fd(fds[i]);
@@ -250,8 +254,14 @@ void prepare_discard(struct shim *shim)
 
 void prepare_init(struct shim *shim)
 {
-	shim->prep = (struct shim_prepared){.state_fd = -1, .meta_fd = -1, .cgroup_fd = -1,
-					    .seed_socket = -1, .out = {-1, -1}, .err = {-1, -1},
-					    .in = {-1, -1}, .report = {-1, -1}, .guard = {-1, -1},
+	shim->prep = (struct shim_prepared){.state_fd = -1,
+					    .meta_fd = -1,
+					    .cgroup_fd = -1,
+					    .seed_socket = -1,
+					    .out = {-1, -1},
+					    .err = {-1, -1},
+					    .in = {-1, -1},
+					    .report = {-1, -1},
+					    .guard = {-1, -1},
 					    .null_fd = -1};
 }

@@ -35,8 +35,8 @@ static const char shell_program[] = "eval \"$(</dev/fd/3)\" 3<&-";
 
 /* The child reports a failure before exec as "code\tsentence" on a CLOEXEC
  * pipe; an empty pipe at EOF means exec succeeded. */
-static void __attribute__((noreturn)) child_fail(int report, const char *code,
-						 const char *what, int error)
+static void __attribute__((noreturn))
+child_fail(int report, const char *code, const char *what, int error)
 {
 	char text[512];
 	int n = snprintf(text, sizeof text, "%s\t%s: %s", code, what, strerror(error));
@@ -109,8 +109,8 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		child_fail(report, "bad_request", "boxd is not root and cannot run as another user",
 			   EPERM);
 	if (chdir(spec->cwd) != 0)
-		child_fail(report, errno == ENOENT ? "cwd_not_found" : "bad_request",
-			   spec->cwd, errno);
+		child_fail(report, errno == ENOENT ? "cwd_not_found" : "bad_request", spec->cwd,
+			   errno);
 	char *argv[] = {"bash", "-c", (char *)shell_program, NULL};
 	prctl(PR_SET_PDEATHSIG, 0); /* a seed's: the command outlives a killed shim, as ever */
 	char **env = xcalloc(spec->env_count + 1, sizeof *env);
@@ -140,7 +140,8 @@ static pid_t spawn_child(struct shim *shim)
 	shim->born_in_cgroup = false;
 	for (int round = 0; round < 2 && shim->job.v2_dir && !clone_into_kills; round++) {
 		int dir = shim->prep.cgroup_fd;
-		struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+		struct clone_args args = {.flags = CLONE_INTO_CGROUP,
+					  .exit_signal = SIGCHLD,
 					  .cgroup = (uint64_t)dir};
 		pid_t pid = dir >= 0 ? (pid_t)syscall(SYS_clone3, &args, sizeof args) : -1;
 		if (pid >= 0) {
@@ -199,8 +200,8 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 	/* None of the shim's own ends: its channel and socket must end with
 	 * the shim, whatever a waiting seed does. */
 	int *theirs[] = {&shim->channel, &shim->listen_fd, &p->state_fd, &p->meta_fd,
-			 &p->cgroup_fd, &p->out[0], &p->err[0], &p->in[1], &p->report[0],
-			 &p->guard[0]};
+			 &p->cgroup_fd,  &p->out[0],       &p->err[0],   &p->in[1],
+			 &p->report[0],  &p->guard[0]};
 	for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++)
 		if (*theirs[i] >= 0) {
 			close(*theirs[i]);
@@ -227,8 +228,10 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 	shim->spec = spec;
 	/* Before anything of the command runs, as the shim would have. */
 	if (spec.memory_max && !cgroup_job_set_memory_max(&shim->job, spec.memory_max))
-		child_fail(p->report[1], "bad_request", "memoryMaxBytes cannot be enforced: the "
-			   "command's cgroup takes no memory.max", errno);
+		child_fail(p->report[1], "bad_request",
+			   "memoryMaxBytes cannot be enforced: the "
+			   "command's cgroup takes no memory.max",
+			   errno);
 	int script = make_script(spec.cmd);
 	if (script < 0)
 		child_fail(p->report[1], "internal", "cannot pass the command text", errno);
@@ -245,8 +248,8 @@ void seed_start(struct shim *shim)
 		return;
 	pid_t shim_pid = getpid();
 	int dir = p->cgroup_fd;
-	struct clone_args args = {.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
-				  .cgroup = (uint64_t)dir};
+	struct clone_args args = {
+		.flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)dir};
 	bool into = dir >= 0 && !clone_into_kills;
 	pid_t pid = into ? (pid_t)syscall(SYS_clone3, &args, sizeof args) : -1;
 	if (pid < 0 && !shim->job.v2_dir) {
@@ -335,8 +338,8 @@ enum start_news {
 /* The shim's ends of the child's report and guard channel, and what came. */
 struct start_watch {
 	int report, guard;
-	int listener;        /* the guard's listener, -1 until it came */
-	char text[512];      /* the report: empty when it exec'd */
+	int listener;   /* the guard's listener, -1 until it came */
+	char text[512]; /* the report: empty when it exec'd */
 	size_t length;
 	bool killed_unguarded; /* died of SIGKILL before it sent the listener */
 };
@@ -497,7 +500,8 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 		 * child's (at its exec or its death). */
 		watch_close(&p->report[1]);
 		watch_close(&p->guard[1]);
-		struct start_watch w = {.report = p->report[0], .guard = p->guard[0], .listener = -1};
+		struct start_watch w = {
+			.report = p->report[0], .guard = p->guard[0], .listener = -1};
 		p->report[0] = p->guard[0] = -1;
 		enum start_news news = start_wait(shim, pid, &w);
 		watch_close(&w.report);
@@ -514,9 +518,12 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 		}
 		if (news == START_HELD) {
 			snprintf(code, code_size, "internal");
-			return text_fail(error, error_size, "the command's first process (pid %d) was "
-					 "held before its exec for %d s (stopped, frozen or traced by "
-					 "another command) and killed", (int)pid, START_BOUND_MS / 1000);
+			return text_fail(
+				error, error_size,
+				"the command's first process (pid %d) was "
+				"held before its exec for %d s (stopped, frozen or traced by "
+				"another command) and killed",
+				(int)pid, START_BOUND_MS / 1000);
 		}
 		seed_unprotect(shim);
 		/* Ended: reaped now, or by the loop once a tracer let it go. */
@@ -525,7 +532,8 @@ static bool start_settle(struct shim *shim, pid_t pid, char *code, size_t code_s
 			clone_into_kills = true; /* killed at birth: see spawn_child */
 		snprintf(code, code_size, "internal");
 		if (attempt > 0)
-			return text_fail(error, error_size, "the command's first process died before "
+			return text_fail(error, error_size,
+					 "the command's first process died before "
 					 "its exec, twice");
 		/* A seed that never ran the command: a fork of our own now, as
 		 * if there had been no seed; the seed's memory.max goes first. */

@@ -30,8 +30,9 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	if (n >= (int)sizeof address.sun_path) {
 		/* A long state dir: reach it through a descriptor (the bound
 		 * socket is the inode, whatever path reached it). */
-		dir = shim->prep.state_fd >= 0 ? shim->prep.state_fd
-					       : open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		dir = shim->prep.state_fd >= 0
+			      ? shim->prep.state_fd
+			      : open(shim->spec.state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		snprintf(address.sun_path, sizeof address.sun_path, "/proc/self/fd/%d/sock", dir);
 	}
 	unlink(address.sun_path);
@@ -43,8 +44,8 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size)
 	if (dir >= 0 && dir != shim->prep.state_fd)
 		close(dir);
 	if (!ok)
-		return text_fail(error, error_size, "cannot listen on %s/sock: %s", shim->spec.state_dir,
-				 strerror(saved));
+		return text_fail(error, error_size, "cannot listen on %s/sock: %s",
+				 shim->spec.state_dir, strerror(saved));
 	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
 		shim->clients[i].fd = -1;
 	return true;
@@ -112,8 +113,7 @@ bool socket_read(struct shim *shim, int index, struct shim_request *request)
 		request->payload[n - 1] = '\0';
 		for_the_loop = true;
 		break;
-	default:
-		client_drop(client); /* a peer that speaks nonsense is ended */
+	default: client_drop(client); /* a peer that speaks nonsense is ended */
 	}
 	explicit_bzero(message, (size_t)n);
 	free(message);
@@ -176,7 +176,8 @@ void socket_send_exit(struct shim *shim)
 			send_lost(client);
 		/* The exit notice must arrive: wait briefly for room if needed. */
 		if (!send_message(client, SHIM_MSG_EXIT, shim->exit_notice,
-				  shim->exit_notice_length) && errno == EAGAIN) {
+				  shim->exit_notice_length) &&
+		    errno == EAGAIN) {
 			struct pollfd room = {.fd = client->fd, .events = POLLOUT};
 			if (poll(&room, 1, 1000) == 1)
 				send_message(client, SHIM_MSG_EXIT, shim->exit_notice,

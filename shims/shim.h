@@ -19,27 +19,27 @@ struct mask_stream;
 
 /* First and last halves of one stream, for a foreground result. */
 struct shim_capture {
-	size_t half;          /* bytes kept at each end; 0: capture nothing */
+	size_t half; /* bytes kept at each end; 0: capture nothing */
 	char *head;
 	size_t head_length;
-	char *tail;           /* a ring of `half` bytes */
+	char *tail; /* a ring of `half` bytes */
 	size_t tail_length, tail_start;
 	uint64_t total;
 };
 
 struct shim_stream {
-	int fd;               /* read end of the command's pipe; -1 at EOF */
-	char kind;            /* SHIM_MSG_STDOUT or SHIM_MSG_STDERR */
+	int fd;    /* read end of the command's pipe; -1 at EOF */
+	char kind; /* SHIM_MSG_STDOUT or SHIM_MSG_STDERR */
 	struct shim_capture capture;
 	struct mask_stream *masker; /* NULL until masking is available */
 };
 
 struct shim_log {
-	int fd;               /* -1 when it could not be written */
-	uint64_t size;        /* current file size */
+	int fd;        /* -1 when it could not be written */
+	uint64_t size; /* current file size */
 	uint64_t cap;
-	uint64_t total;       /* bytes of output over the command's life */
-	char *error;          /* why the log is incomplete, or NULL */
+	uint64_t total; /* bytes of output over the command's life */
+	char *error;    /* why the log is incomplete, or NULL */
 	char *path;
 };
 
@@ -48,7 +48,7 @@ struct shim_log {
 struct shim_client {
 	int fd;
 	bool subscribed;
-	uint64_t lost;        /* bytes not streamed since the last LOST notice */
+	uint64_t lost; /* bytes not streamed since the last LOST notice */
 };
 
 /* What a command's start needs that does not depend on the command: made
@@ -65,39 +65,39 @@ struct shim_prepared {
 	pid_t seed;           /* the seed (shim-run.c), 0: none */
 	pid_t protected_seed; /* the seed's entry among the protected, 0: none */
 	int out[2], err[2], in[2], report[2], guard[2], null_fd;
-	void *guard_filter;   /* the compiled seccomp filter; NULL: compile in the child */
+	void *guard_filter; /* the compiled seccomp filter; NULL: compile in the child */
 	bool is_protected;
-	char code[32];        /* the first thing that could not be made ... */
-	char *error;          /* ... said as the start's answer; NULL: all made */
+	char code[32]; /* the first thing that could not be made ... */
+	char *error;   /* ... said as the start's answer; NULL: all made */
 };
 
 struct shim {
 	struct shim_spec spec;
 	struct cgroup_job job;
 	struct shim_prepared prep;
-	int channel;          /* boxd's end of the socketpair (--spare); -1: an old
+	int channel; /* boxd's end of the socketpair (--spare); -1: an old
 			       * boxd's shim, answering on stdout */
-	pid_t pid;            /* the command's shell */
+	pid_t pid;   /* the command's shell */
 	int64_t started_at, started_monotonic;
 	struct shim_stream out, err;
 	struct shim_log log;
-	int stdin_fd;         /* write end while stdin text is pending, else -1 */
+	int stdin_fd; /* write end while stdin text is pending, else -1 */
 	size_t stdin_written;
 	int listen_fd;
 	struct shim_client clients[SHIM_MAX_CLIENTS];
-	int guard_fd;         /* seccomp notification fd, -1 without */
-	bool born_in_cgroup;  /* the command was cloned straight into its cgroup v2 */
-	bool pids_joined;     /* (in the command's process) its v1 pids cgroup too */
-	bool seeded;          /* the seed got the spec: it is the command */
-	bool exited;          /* the shell has been reaped */
+	int guard_fd;        /* seccomp notification fd, -1 without */
+	bool born_in_cgroup; /* the command was cloned straight into its cgroup v2 */
+	bool pids_joined;    /* (in the command's process) its v1 pids cgroup too */
+	bool seeded;         /* the seed got the spec: it is the command */
+	bool exited;         /* the shell has been reaped */
 	int wait_status;
 	bool timed_out;
-	int64_t kill_at;      /* monotonic ms of the pending SIGKILL, 0: none */
-	bool killed_once;     /* a SIGKILL went to the tree: later ones seek it out */
-	int64_t timeout_at;   /* monotonic ms of the timeout, 0: none */
-	int64_t held_until;   /* output is not read before a subscriber comes or then */
-	bool recorded;        /* the exit record is written (or in exit_notice) */
-	char *exit_notice;    /* the record, when its file could not be written */
+	int64_t kill_at;    /* monotonic ms of the pending SIGKILL, 0: none */
+	bool killed_once;   /* a SIGKILL went to the tree: later ones seek it out */
+	int64_t timeout_at; /* monotonic ms of the timeout, 0: none */
+	int64_t held_until; /* output is not read before a subscriber comes or then */
+	bool recorded;      /* the exit record is written (or in exit_notice) */
+	char *exit_notice;  /* the record, when its file could not be written */
 	size_t exit_notice_length;
 };
 

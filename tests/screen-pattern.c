@@ -21,8 +21,10 @@
 
 static unsigned long pattern_colour(Display *display, unsigned red, unsigned green, unsigned blue)
 {
-	XColor colour = { .red = (unsigned short)(red * 257), .green = (unsigned short)(green * 257),
-			  .blue = (unsigned short)(blue * 257), .flags = DoRed | DoGreen | DoBlue };
+	XColor colour = {.red = (unsigned short)(red * 257),
+			 .green = (unsigned short)(green * 257),
+			 .blue = (unsigned short)(blue * 257),
+			 .flags = DoRed | DoGreen | DoBlue};
 	XAllocColor(display, DefaultColormap(display, DefaultScreen(display)), &colour);
 	return colour.pixel;
 }
@@ -32,15 +34,19 @@ static void pattern_draw(Display *display, Window window, GC gc, int width, int 
 	XSetForeground(display, gc, pattern_colour(display, 255, 255, 255));
 	XFillRectangle(display, window, gc, 0, 0, (unsigned)width, (unsigned)height);
 	for (int band = 0; band < 32; band++) {
-		XSetForeground(display, gc, pattern_colour(display, band * 8, 64 + band * 4, 200 - band * 5));
-		XFillRectangle(display, window, gc, band * width / 32, 0, (unsigned)(width / 32 + 1), 60);
+		XSetForeground(display, gc,
+			       pattern_colour(display, band * 8, 64 + band * 4, 200 - band * 5));
+		XFillRectangle(display, window, gc, band * width / 32, 0,
+			       (unsigned)(width / 32 + 1), 60);
 	}
 	XSetForeground(display, gc, pattern_colour(display, 20, 20, 20));
 	char line[160];
 	for (int row = 0; row < 40; row++) {
-		snprintf(line, sizeof line,
-			 "%03d  The quick brown fox jumps over the lazy dog; boxd screen test line, "
-			 "column %d, value %d.", row, row * 7 % 13, row * row);
+		snprintf(
+			line, sizeof line,
+			"%03d  The quick brown fox jumps over the lazy dog; boxd screen test line, "
+			"column %d, value %d.",
+			row, row * 7 % 13, row * row);
 		XDrawString(display, window, gc, 520, 90 + row * 17, line, (int)strlen(line));
 	}
 	XSetForeground(display, gc, pattern_colour(display, 0, 255, 0));
@@ -48,8 +54,10 @@ static void pattern_draw(Display *display, Window window, GC gc, int width, int 
 	XSetForeground(display, gc, pattern_colour(display, 0, 0, 255));
 	XFillRectangle(display, window, gc, 300, 100, 100, 100);
 	for (int i = 0; i < 12; i++) {
-		XSetForeground(display, gc, pattern_colour(display, 30 * i % 256, 90, 255 - 20 * i));
-		XFillArc(display, window, gc, 60 + i * 30, 300 + (i % 3) * 40, 120, 120, 0, 360 * 64);
+		XSetForeground(display, gc,
+			       pattern_colour(display, 30 * i % 256, 90, 255 - 20 * i));
+		XFillArc(display, window, gc, 60 + i * 30, 300 + (i % 3) * 40, 120, 120, 0,
+			 360 * 64);
 	}
 }
 
@@ -78,10 +86,10 @@ int main(int argc, char **argv)
 	}
 	int screen = DefaultScreen(display);
 	int width = DisplayWidth(display, screen), height = DisplayHeight(display, screen);
-	XSetWindowAttributes attributes = { .override_redirect = True };
+	XSetWindowAttributes attributes = {.override_redirect = True};
 	Window window = XCreateWindow(display, RootWindow(display, screen), 0, 0, (unsigned)width,
-				      (unsigned)height, 0, CopyFromParent, InputOutput, CopyFromParent,
-				      CWOverrideRedirect, &attributes);
+				      (unsigned)height, 0, CopyFromParent, InputOutput,
+				      CopyFromParent, CWOverrideRedirect, &attributes);
 	XSelectInput(display, window, ExposureMask | (events ? ButtonPressMask | KeyPressMask : 0));
 	XMapWindow(display, window);
 	GC gc = XCreateGC(display, window, 0, NULL);
@@ -96,8 +104,9 @@ int main(int argc, char **argv)
 	char request[64];
 	while (fill && fgets(request, sizeof request, stdin)) {
 		unsigned value = (unsigned)strtoul(request, NULL, 16);
-		XSetForeground(display, gc, pattern_colour(display, value >> 16, (value >> 8) & 0xff,
-							   value & 0xff));
+		XSetForeground(
+			display, gc,
+			pattern_colour(display, value >> 16, (value >> 8) & 0xff, value & 0xff));
 		XFillRectangle(display, window, gc, 0, 0, (unsigned)width, (unsigned)height);
 		XSync(display, False);
 		struct timespec now;
@@ -120,7 +129,7 @@ int main(int argc, char **argv)
 			}
 			XPutImage(display, window, gc, image, 0, 0, 100, 100, 400, 400);
 			XSync(display, False);
-			struct timespec pause = { 0, 1000000000L / noise };
+			struct timespec pause = {0, 1000000000L / noise};
 			nanosleep(&pause, NULL);
 		}
 	}
@@ -128,7 +137,7 @@ int main(int argc, char **argv)
 	unsigned long white = pattern_colour(display, 255, 255, 255);
 	/* --animate: moves until it is killed; else on to the events below. */
 	if (fps > 0) {
-		struct timespec pause = { 0, 1000000000L / fps };
+		struct timespec pause = {0, 1000000000L / fps};
 		for (int step = 0;; step++) {
 			animate_step(display, window, gc, width, step, red, white);
 			nanosleep(&pause, NULL);
@@ -137,7 +146,8 @@ int main(int argc, char **argv)
 	for (;;) {
 		XNextEvent(display, &event);
 		if (event.type == ButtonPress) {
-			printf("button %u %d %d\n", event.xbutton.button, event.xbutton.x, event.xbutton.y);
+			printf("button %u %d %d\n", event.xbutton.button, event.xbutton.x,
+			       event.xbutton.y);
 		} else if (event.type == KeyPress) {
 			char text[16];
 			KeySym keysym = NoSymbol;

@@ -17,7 +17,8 @@ char *api_archive_dest(struct api_request *req)
 {
 	const char *dest = api_query(req, "dest");
 	if (!dest) {
-		api_reply_bad_request(req, "the dest query parameter is missing (a folder under the work dir)");
+		api_reply_bad_request(
+			req, "the dest query parameter is missing (a folder under the work dir)");
 		return NULL;
 	}
 	const char *why = NULL;
@@ -46,7 +47,8 @@ int api_archive_body(struct api_request *req)
 {
 	int pair[2];
 	if (pipe2(pair, O_CLOEXEC) < 0) {
-		api_reply_failure(req, FAILURE_INTERNAL, "cannot make a pipe for the body: %s", strerror(errno));
+		api_reply_failure(req, FAILURE_INTERNAL, "cannot make a pipe for the body: %s",
+				  strerror(errno));
 		return -1;
 	}
 	fcntl(pair[1], F_SETFL, O_NONBLOCK);

@@ -45,16 +45,20 @@ static bool parse_env(struct api_request *req, const cJSON *env, struct exec_req
 	size_t total = 0;
 	for (const cJSON *item = env->child; item; item = item->next) {
 		if (!text_is_env_name(item->string) || !cJSON_IsString(item)) {
-			api_reply_bad_request(req, "env entry %.64s must have a name of letters, digits "
-					      "and _ and a string value", item->string);
+			api_reply_bad_request(req,
+					      "env entry %.64s must have a name of letters, digits "
+					      "and _ and a string value",
+					      item->string);
 			return false;
 		}
 		size_t length = strlen(item->string) + 1 + strlen(item->valuestring);
 		total += length + 1;
 		if (length > EXEC_MAX_ENV_ENTRY || total > EXEC_MAX_ENV_TOTAL) {
-			api_reply_bad_request(req, "env is too large: at most %u KiB per entry and "
-					      "%u KiB in all; pass big data through stdin or a file",
-					      EXEC_MAX_ENV_ENTRY >> 10, EXEC_MAX_ENV_TOTAL >> 10);
+			api_reply_bad_request(
+				req,
+				"env is too large: at most %u KiB per entry and "
+				"%u KiB in all; pass big data through stdin or a file",
+				EXEC_MAX_ENV_ENTRY >> 10, EXEC_MAX_ENV_TOTAL >> 10);
 			return false;
 		}
 		r->env = xrealloc(r->env, (r->env_count + 1) * sizeof *r->env);
@@ -101,8 +105,8 @@ static bool parse_cwd(struct api_request *req, const cJSON *cwd, struct exec_req
 	return true;
 }
 
-static bool parse_integer(struct api_request *req, const cJSON *body, const char *name,
-			  double low, double high, double fallback, double *value)
+static bool parse_integer(struct api_request *req, const cJSON *body, const char *name, double low,
+			  double high, double fallback, double *value)
 {
 	const cJSON *item = cJSON_GetObjectItemCaseSensitive(body, name);
 	*value = fallback;
@@ -110,7 +114,8 @@ static bool parse_integer(struct api_request *req, const cJSON *body, const char
 		return true;
 	if (!cJSON_IsNumber(item) || item->valuedouble != (double)(long long)item->valuedouble ||
 	    item->valuedouble < low || item->valuedouble > high) {
-		api_reply_bad_request(req, "%s must be a whole number from %.0f to %.0f", name, low, high);
+		api_reply_bad_request(req, "%s must be a whole number from %.0f to %.0f", name, low,
+				      high);
 		return false;
 	}
 	*value = item->valuedouble;
@@ -141,8 +146,10 @@ static struct exec_request *parse_request(struct api_request *req)
 	} else if (cJSON_IsString(note) && strlen(note->valuestring) > EXEC_NOTE_MAX) {
 		/* Refused, not cut: what a caller labels a command with comes back
 		 * as given, or not at all. */
-		api_reply_bad_request(req, "note has %zu bytes; it takes at most %d (a label: put long "
-				      "text in a file)", strlen(note->valuestring), EXEC_NOTE_MAX);
+		api_reply_bad_request(req,
+				      "note has %zu bytes; it takes at most %d (a label: put long "
+				      "text in a file)",
+				      strlen(note->valuestring), EXEC_NOTE_MAX);
 		ok = false;
 	}
 	ok = ok && parse_integer(req, body, "timeoutSec", 1, EXEC_MAX_TIMEOUT_SEC,
@@ -152,7 +159,8 @@ static struct exec_request *parse_request(struct api_request *req)
 	ok = ok && parse_integer(req, body, "memoryMaxBytes", EXEC_MIN_MEMORY_MAX,
 				 EXEC_MAX_MEMORY_MAX, 0, &memory_max);
 	if (ok && memory_max > 0 && !exec_memory_caps()) {
-		api_reply_bad_request(req, "memoryMaxBytes cannot be enforced here: the cgroup v2 "
+		api_reply_bad_request(req,
+				      "memoryMaxBytes cannot be enforced here: the cgroup v2 "
 				      "memory controller is not available for commands (see "
 				      "docs/confinement.md); leave it out to run without a cap");
 		ok = false;
@@ -190,7 +198,7 @@ struct exec_call {
 	struct event *alive;
 	int64_t started_monotonic;
 	int64_t alive_armed_ms; /* when the alive timer was last (re)armed */
-	char carry[2][4];   /* an incomplete character at the end of a piece */
+	char carry[2][4];       /* an incomplete character at the end of a piece */
 	size_t carry_length[2];
 	bool paused;
 };
@@ -348,7 +356,9 @@ static void stream_begin(struct exec_call *call)
 	call->alive = evtimer_new(api_base(call->req), on_alive, call);
 	arm_alive(call);
 	static const struct exec_stream_callbacks callbacks = {
-		.output = stream_output, .lost = stream_lost, .ended = stream_finish,
+		.output = stream_output,
+		.lost = stream_lost,
+		.ended = stream_finish,
 	};
 	call->stream = exec_subscribe(call->job, &callbacks, call);
 	if (!call->stream)
@@ -409,8 +419,8 @@ static void handle_exec(struct api_request *req)
 		return;
 	api_body_release(req); /* the request has its own copies */
 	const char *accept = api_header(req, "Accept");
-	request->streaming = !request->background && accept &&
-			     strstr(accept, "application/x-ndjson");
+	request->streaming =
+		!request->background && accept && strstr(accept, "application/x-ndjson");
 	struct exec_call *call = xcalloc(1, sizeof *call);
 	call->req = req;
 	api_set_data(req, call, call_release);
@@ -424,7 +434,8 @@ static void handle_get(struct api_request *req)
 {
 	struct exec_job *job = exec_find(api_param(req, 0));
 	if (!job) {
-		api_reply_not_found(req, "no command %s: ids are kept an hour after the command ends",
+		api_reply_not_found(req,
+				    "no command %s: ids are kept an hour after the command ends",
 				    api_param(req, 0));
 		return;
 	}

@@ -128,13 +128,14 @@ static void send_file(struct api_request *req, struct download *download)
 		snprintf(header, sizeof header, "bytes */%lld", (long long)size);
 		api_add_header(req, "Content-Range", header);
 		api_reply_failure(req, FAILURE_RANGE_NOT_SATISFIABLE,
-				"the file has %lld bytes; ask for a range inside them", (long long)size);
+				  "the file has %lld bytes; ask for a range inside them",
+				  (long long)size);
 		download_close(download);
 		return;
 	}
 	if (range == 1) {
-		snprintf(header, sizeof header, "bytes %lld-%lld/%lld", (long long)first, (long long)last,
-			 (long long)size);
+		snprintf(header, sizeof header, "bytes %lld-%lld/%lld", (long long)first,
+			 (long long)last, (long long)size);
 		api_add_header(req, "Content-Range", header);
 	} else {
 		first = 0;
@@ -161,8 +162,9 @@ static void handle_files(struct api_request *req)
 {
 	const char *path = api_query(req, "path");
 	if (!path || !*path) {
-		api_reply_bad_request(req, "the path query parameter is missing (a file or folder under %s)",
-				      api_config()->work_dir);
+		api_reply_bad_request(
+			req, "the path query parameter is missing (a file or folder under %s)",
+			api_config()->work_dir);
 		return;
 	}
 	enum failure failure;

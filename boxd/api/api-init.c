@@ -15,7 +15,8 @@ static void handle_init(struct api_request *req)
 		/* Other failures stay 400, as docs/init.md has it (a hosts file
 		 * that is a bind mount cannot be renamed over). */
 		if (api_disk_full(system_error))
-			api_reply_failure(req, FAILURE_DISK_FULL, "%s (free space there and retry)", error);
+			api_reply_failure(req, FAILURE_DISK_FULL, "%s (free space there and retry)",
+					  error);
 		else
 			api_reply_bad_request(req, "%s", error);
 		return;

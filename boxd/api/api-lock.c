@@ -32,16 +32,21 @@ static void handle_put_lock(struct api_request *req)
 	if (now_locked && lock_is_locked()) {
 		/* One takeover at a time, and its token goes to the call that
 		 * locked, once: a second caller must not think it has the screen. */
-		api_reply_failure(req, FAILURE_CONFLICT, "the screen is already locked (since %lld ms after "
-				"the epoch); hand it back with {\"locked\": false} before taking it again",
-				(long long)lock_since());
+		api_reply_failure(
+			req, FAILURE_CONFLICT,
+			"the screen is already locked (since %lld ms after "
+			"the epoch); hand it back with {\"locked\": false} before taking it again",
+			(long long)lock_since());
 		return;
 	}
 	if (now_locked != lock_is_locked()) {
 		lock_set(now_locked, text);
-		steps_add("lock", now_locked ? "a person took the screen%s%s" : "the screen was handed back%s%s",
+		steps_add("lock",
+			  now_locked ? "a person took the screen%s%s"
+				     : "the screen was handed back%s%s",
 			  text ? ": " : "", text ? text : "");
-		log_msg(LOG_LEVEL_INFO, now_locked ? "locked: a person has the screen" : "unlocked");
+		log_msg(LOG_LEVEL_INFO,
+			now_locked ? "locked: a person has the screen" : "unlocked");
 	}
 	cJSON *reply = lock_to_json();
 	if (lock_token()) {

@@ -110,7 +110,8 @@ static void wait_for_end(struct api_request *req, struct exec_job *job, double s
 	api_set_data(req, wait, wait_release);
 	if (seconds > 0) {
 		wait->timer = evtimer_new(api_base(req), on_wait_timeout, wait);
-		struct timeval limit = {(time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
+		struct timeval limit = {(time_t)seconds,
+					(suseconds_t)((seconds - (time_t)seconds) * 1e6)};
 		event_add(wait->timer, &limit);
 	}
 	wait->watch = (struct exec_watch){.ended = on_wait_end, .arg = wait};
@@ -125,7 +126,8 @@ static bool number_field(struct api_request *req, cJSON *body, const char *name,
 	if (!item)
 		return true;
 	if (!cJSON_IsNumber(item) || item->valuedouble < low || item->valuedouble > high) {
-		api_reply_bad_request(req, "%s must be a number from %.0f to %.0f", name, low, high);
+		api_reply_bad_request(req, "%s must be a number from %.0f to %.0f", name, low,
+				      high);
 		return false;
 	}
 	*value = item->valuedouble;
@@ -149,10 +151,13 @@ static void handle_stop(struct api_request *req)
 		return;
 	double grace = 5;
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(body, "signal");
-	int signal = cJSON_IsString(name) ? signal_number(name->valuestring)
-		     : cJSON_IsNumber(name) ? (int)name->valuedouble : name ? -1 : 15;
+	int signal = cJSON_IsString(name)   ? signal_number(name->valuestring)
+		     : cJSON_IsNumber(name) ? (int)name->valuedouble
+		     : name                 ? -1
+					    : 15;
 	if (signal <= 0 || signal > 64) {
-		api_reply_bad_request(req, "signal must be a signal name such as \"SIGTERM\" or a number");
+		api_reply_bad_request(
+			req, "signal must be a signal name such as \"SIGTERM\" or a number");
 		return;
 	}
 	if (!number_field(req, body, "graceSec", 0, 3600, &grace))
@@ -170,12 +175,13 @@ static void handle_delete(struct api_request *req)
 	if (!job)
 		return;
 	if (job->state == EXEC_RUNNING) {
-		api_reply_failure(req, FAILURE_CONFLICT, "%s is still running: stop it first", job->id);
+		api_reply_failure(req, FAILURE_CONFLICT, "%s is still running: stop it first",
+				  job->id);
 		return;
 	}
 	if (exec_held(job)) {
-		api_reply_failure(req, FAILURE_CONFLICT, "%s is being read by another call; try again",
-				job->id);
+		api_reply_failure(req, FAILURE_CONFLICT,
+				  "%s is being read by another call; try again", job->id);
 		return;
 	}
 	cJSON *answer = cJSON_CreateObject();
@@ -203,7 +209,8 @@ static bool view_open(struct log_view *view, const char *path)
 		 * must not hold boxd's loop in open() or read(). */
 		struct stat info;
 		view->fd[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-		if (view->fd[i] >= 0 && (fstat(view->fd[i], &info) != 0 || !S_ISREG(info.st_mode))) {
+		if (view->fd[i] >= 0 &&
+		    (fstat(view->fd[i], &info) != 0 || !S_ISREG(info.st_mode))) {
 			close(view->fd[i]);
 			view->fd[i] = -1;
 			errno = EINVAL;
@@ -249,7 +256,8 @@ static off_t tail_start(struct log_view *view, off_t size, long lines, size_t li
 	long seen = 0;
 	bool skip_last = true; /* a final newline does not start an empty line */
 	while (at > floor) {
-		size_t n = (size_t)(at - floor < (off_t)sizeof block ? at - floor : (off_t)sizeof block);
+		size_t n = (size_t)(at - floor < (off_t)sizeof block ? at - floor
+								     : (off_t)sizeof block);
 		if (view_pread(view, block, n, at - (off_t)n) != (ssize_t)n)
 			return at;
 		for (size_t i = n; i-- > 0;) {
@@ -301,7 +309,7 @@ static void handle_log(struct api_request *req)
 		int error = errno;
 		view_close(&view);
 		api_reply_failure(req, FAILURE_NOT_FOUND, "the log %s cannot be read: %s",
-				job->meta.log_path, strerror(error));
+				  job->meta.log_path, strerror(error));
 		return;
 	}
 	off_t total = view.size[0] + view.size[1];

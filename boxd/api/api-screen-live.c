@@ -115,7 +115,8 @@ static bool live_parse(struct api_request *req, int *fps, double *scale)
 		long value = strtol(fps_text, &end, 10);
 		if (!fps_text[0] || fps_text[strspn(fps_text, "0123456789")] || *end || errno ||
 		    value < 1 || value > LIVE_MAX_FPS) {
-			api_reply_bad_request(req, "fps must be an integer from 1 to %d", LIVE_MAX_FPS);
+			api_reply_bad_request(req, "fps must be an integer from 1 to %d",
+					      LIVE_MAX_FPS);
 			return false;
 		}
 		*fps = (int)value;
@@ -124,8 +125,8 @@ static bool live_parse(struct api_request *req, int *fps, double *scale)
 		char *end;
 		errno = 0;
 		double value = strtod(scale_text, &end);
-		if (!scale_text[0] || scale_text[strspn(scale_text, "0123456789.")] || *end || errno ||
-		    !(value > 0) || value > 1) {
+		if (!scale_text[0] || scale_text[strspn(scale_text, "0123456789.")] || *end ||
+		    errno || !(value > 0) || value > 1) {
 			api_reply_bad_request(req, "scale must be a number above 0 and at most 1");
 			return false;
 		}

@@ -82,20 +82,25 @@ static void screen_summarise_input(const cJSON *actions, char *summary, size_t s
 	int count = 0;
 	const cJSON *action;
 	summary[0] = '\0';
-	cJSON_ArrayForEach(action, actions) {
+	cJSON_ArrayForEach(action, actions)
+	{
 		if (++count > 8) {
 			snprintf(summary + used, size - used, ", ...");
 			break;
 		}
-		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
-		const char *keys = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "keys"));
-		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
+		const char *type =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
+		const char *keys =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "keys"));
+		const char *text =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
 		int n;
 		if (type && strcmp(type, "type") == 0 && text)
-			n = snprintf(summary + used, size - used, "%stype (%zu bytes)", count > 1 ? ", " : "",
-				     strlen(text));
+			n = snprintf(summary + used, size - used, "%stype (%zu bytes)",
+				     count > 1 ? ", " : "", strlen(text));
 		else if (type && strcmp(type, "key") == 0 && keys)
-			n = snprintf(summary + used, size - used, "%skey %.40s", count > 1 ? ", " : "", keys);
+			n = snprintf(summary + used, size - used, "%skey %.40s",
+				     count > 1 ? ", " : "", keys);
 		else
 			n = snprintf(summary + used, size - used, "%s%.20s", count > 1 ? ", " : "",
 				     type ? type : "?");
@@ -111,7 +116,8 @@ static void handle_input(struct api_request *req)
 	 * holds the lock sends input with its token (X-Takeover). */
 	const char *takeover = api_header(req, "X-Takeover");
 	if (!lock_admits(takeover)) {
-		api_reply_failure(req, FAILURE_LOCKED, "a person has the screen; wait until they hand it back");
+		api_reply_failure(req, FAILURE_LOCKED,
+				  "a person has the screen; wait until they hand it back");
 		return;
 	}
 	bool person = lock_is_locked();
@@ -120,7 +126,8 @@ static void handle_input(struct api_request *req)
 		return;
 	cJSON *actions = cJSON_GetObjectItemCaseSensitive(body, "actions");
 	if (!cJSON_IsArray(actions)) {
-		api_reply_bad_request(req, "the body needs \"actions\": an array such as [{\"type\":\"click\"}]");
+		api_reply_bad_request(
+			req, "the body needs \"actions\": an array such as [{\"type\":\"click\"}]");
 		return;
 	}
 	char summary[400];
@@ -221,13 +228,13 @@ static void handle_record_status(struct api_request *req)
 }
 
 const struct api_route api_screen_routes[] = {
-	{ "GET", "/v1/screen/shot", 0, 0, handle_shot },
-	{ "GET", "/v1/screen/live", 0, 0, api_screen_live },
+	{"GET", "/v1/screen/shot", 0, 0, handle_shot},
+	{"GET", "/v1/screen/live", 0, 0, api_screen_live},
 	/* Locked too, but with the takeover exception: see handle_input. */
-	{ "POST", "/v1/screen/input", API_IDEMPOTENT, 0, handle_input },
-	{ "POST", "/v1/screen/record/start", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0,
-	  handle_record_start },
-	{ "POST", "/v1/screen/record/stop", API_IDEMPOTENT, 0, handle_record_stop },
-	{ "GET", "/v1/screen/record", 0, 0, handle_record_status },
-	{ 0 },
+	{"POST", "/v1/screen/input", API_IDEMPOTENT, 0, handle_input},
+	{"POST", "/v1/screen/record/start", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0,
+	 handle_record_start},
+	{"POST", "/v1/screen/record/stop", API_IDEMPOTENT, 0, handle_record_stop},
+	{"GET", "/v1/screen/record", 0, 0, handle_record_status},
+	{0},
 };

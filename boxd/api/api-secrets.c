@@ -25,9 +25,8 @@ static cJSON *names_answer(cJSON *names)
 static void wipe_request(struct api_request *req, const cJSON *secrets)
 {
 	const cJSON *item;
-	cJSON_ArrayForEach(item, secrets)
-		if (cJSON_IsString(item))
-			explicit_bzero(item->valuestring, strlen(item->valuestring));
+	cJSON_ArrayForEach(item, secrets) if (cJSON_IsString(item))
+		explicit_bzero(item->valuestring, strlen(item->valuestring));
 	size_t body_len;
 	const void *raw = api_body(req, &body_len);
 	if (body_len)
@@ -51,9 +50,11 @@ static void handle_put_secrets(struct api_request *req)
 	int n = 0;
 	const cJSON *item;
 	char error[256];
-	cJSON_ArrayForEach(item, secrets) {
+	cJSON_ArrayForEach(item, secrets)
+	{
 		if (!cJSON_IsString(item)) {
-			snprintf(error, sizeof error, "the secret %.80s must be a string", item->string);
+			snprintf(error, sizeof error, "the secret %.80s must be a string",
+				 item->string);
 			goto refuse;
 		}
 		names[n] = item->string;
@@ -101,8 +102,11 @@ static void handle_put_env(struct api_request *req)
 	const char *service = api_param(req, 0);
 	if (!valid_service(service)) {
 		wipe_request(req, NULL);
-		api_reply_bad_request(req, "the service name %.100s must be letters, digits, '_', '-' or '.', "
-				      "not starting with '.'", service);
+		api_reply_bad_request(
+			req,
+			"the service name %.100s must be letters, digits, '_', '-' or '.', "
+			"not starting with '.'",
+			service);
 		return;
 	}
 	size_t len;

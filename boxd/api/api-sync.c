@@ -47,8 +47,8 @@ static void handle_diff(struct api_request *req)
 	if (errno || end == limit || *end || limit[0] == '-' || limit[0] == '+')
 		api_reply_bad_request(req, "limit must be a whole number, not \"%s\"", limit);
 	else if ((manifest_fd = api_archive_body(req)) >= 0)
-		api_archive_watch(req, archive_client_diff(dest, entries, manifest_fd, diff_answered,
-							   req));
+		api_archive_watch(
+			req, archive_client_diff(dest, entries, manifest_fd, diff_answered, req));
 	free(dest);
 }
 
@@ -59,8 +59,8 @@ static void handle_upload(struct api_request *req)
 		return;
 	int archive_fd = api_archive_body(req);
 	if (archive_fd >= 0)
-		api_archive_watch(req, upload_extract(dest, archive_fd, api_archive_upload_answered,
-						      req));
+		api_archive_watch(
+			req, upload_extract(dest, archive_fd, api_archive_upload_answered, req));
 	free(dest);
 }
 

@@ -77,7 +77,8 @@ static void handle_put(struct api_request *req)
 	char *end = NULL;
 	long long offset = offset_text ? strtoll(offset_text, &end, 10) : -1;
 	if (!offset_text || end == offset_text || *end || offset < 0) {
-		api_reply_bad_request(req, "the Upload-Offset header must give the byte offset of this piece");
+		api_reply_bad_request(
+			req, "the Upload-Offset header must give the byte offset of this piece");
 		return;
 	}
 	int fd;
@@ -135,7 +136,8 @@ const struct api_route api_uploads_routes[] = {
 	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY, 0,
 	 handle_put},
 	{"HEAD", "/v1/uploads/{}", 0, 0, handle_head},
-	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_finish},
+	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0,
+	 handle_finish},
 	{"DELETE", "/v1/uploads/{}", API_IDEMPOTENT, 0, handle_delete},
 	{0},
 };

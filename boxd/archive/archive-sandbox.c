@@ -26,20 +26,23 @@
 /* Every call the worker may make, and why it needs it. Anything not here
  * kills the process: exec, sockets, ptrace, mounts, namespaces, ... */
 static const char *const common_calls[] = {
-	"read", "write", "readv", "writev", "close", "lseek", /* the streams */
-	"pread64", "pwrite64",                                 /* sparse data */
-	"fstat", "newfstatat", "statx",                        /* what is there */
-	"openat", "openat2", "fcntl", "dup",                   /* below the open directory only */
-	"getdents64", "readlinkat",                            /* walking a folder */
-	"brk", "mmap", "munmap", "mremap", "madvise",          /* malloc */
-	"futex", "clock_gettime", "gettimeofday", "getrandom", /* libc and temp names */
-	"getpid", "gettid", "rt_sigreturn", "rt_sigprocmask", "sigaltstack", "exit", "exit_group",
+	"read",        "write",         "readv",        "writev",
+	"close",       "lseek",                                /* the streams */
+	"pread64",     "pwrite64",                             /* sparse data */
+	"fstat",       "newfstatat",    "statx",               /* what is there */
+	"openat",      "openat2",       "fcntl",        "dup", /* below the open directory only */
+	"getdents64",  "readlinkat",                           /* walking a folder */
+	"brk",         "mmap",          "munmap",       "mremap",
+	"madvise",                                                   /* malloc */
+	"futex",       "clock_gettime", "gettimeofday", "getrandom", /* libc and temp names */
+	"getpid",      "gettid",        "rt_sigreturn", "rt_sigprocmask",
+	"sigaltstack", "exit",          "exit_group",
 };
 
 static const char *const extract_calls[] = {
-	"mkdirat", "unlinkat", "renameat", "renameat2", "symlinkat", "linkat",
-	"fchmod", "fchmodat", "utimensat", "ftruncate", "umask",
-	"rename", "nanosleep", "clock_nanosleep", /* the hash cache, after the upload */
+	"mkdirat",  "unlinkat", "renameat",  "renameat2",       "symlinkat",
+	"linkat",   "fchmod",   "fchmodat",  "utimensat",       "ftruncate",
+	"umask",    "rename",   "nanosleep", "clock_nanosleep", /* the hash cache, after the upload */
 	"setfsuid", "setfsgid", /* writing as the box user, and back for the hash cache */
 };
 
@@ -47,9 +50,9 @@ static const char *const extract_calls[] = {
  * allowed for threads only (below); clone3, whose flags seccomp cannot see,
  * answers ENOSYS so glibc falls back to clone. */
 static const char *const diff_calls[] = {
-	"set_robust_list", "rseq", "mprotect", "sched_yield", "rt_sigaction",
-	"sched_getaffinity", "ftruncate", "rename", "renameat", "renameat2", "fadvise64",
-	"setfsuid", "setfsgid", /* each thread reads as the box user */
+	"set_robust_list",   "rseq",      "mprotect", "sched_yield", "rt_sigaction",
+	"sched_getaffinity", "ftruncate", "rename",   "renameat",    "renameat2",
+	"fadvise64",         "setfsuid",  "setfsgid", /* each thread reads as the box user */
 };
 
 #ifdef BOXD_TSAN
@@ -69,12 +72,13 @@ static void report_denied(int signal_number, siginfo_t *info, void *context)
 	_exit(1);
 }
 
-static bool allow_calls(scmp_filter_ctx filter, const char *const *calls, size_t count,
-			char *why, size_t why_size)
+static bool allow_calls(scmp_filter_ctx filter, const char *const *calls, size_t count, char *why,
+			size_t why_size)
 {
 	for (size_t i = 0; i < count; i++) {
 		int number = seccomp_syscall_resolve_name(calls[i]);
-		if (number == __NR_SCMP_ERROR || seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0) < 0)
+		if (number == __NR_SCMP_ERROR ||
+		    seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0) < 0)
 			return text_fail(why, why_size, "cannot allow %s", calls[i]);
 	}
 	return true;
@@ -94,8 +98,8 @@ static bool install_filter(enum archive_sandbox_profile profile, char *why, size
 	 * sanitizers' prctl calls in test builds. */
 	bool ok = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOTTY), SCMP_SYS(ioctl), 0) == 0 &&
 		  seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 0) == 0 &&
-		  allow_calls(filter, common_calls, sizeof common_calls / sizeof *common_calls,
-			      why, why_size) &&
+		  allow_calls(filter, common_calls, sizeof common_calls / sizeof *common_calls, why,
+			      why_size) &&
 		  (profile != ARCHIVE_SANDBOX_EXTRACT ||
 		   allow_calls(filter, extract_calls, sizeof extract_calls / sizeof *extract_calls,
 			       why, why_size)) &&
@@ -108,7 +112,8 @@ static bool install_filter(enum archive_sandbox_profile profile, char *why, size
 #endif
 	if (ok && profile == ARCHIVE_SANDBOX_DIFF)
 		ok = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-				      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)) == 0 &&
+				      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD)) ==
+			     0 &&
 		     seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
 	if (ok && seccomp_load(filter) < 0) {
 		snprintf(why, why_size, "seccomp_load failed");
@@ -128,7 +133,8 @@ static bool trim_capabilities(const cap_value_t *keep, int count, char *why, siz
 			kept |= keep[i] == cap;
 		if (!kept && CAP_IS_SUPPORTED(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
 		    errno != EINVAL && errno != EPERM) {
-			return text_fail(why, why_size, "cannot drop capability %d: %s", cap, strerror(errno));
+			return text_fail(why, why_size, "cannot drop capability %d: %s", cap,
+					 strerror(errno));
 		}
 	}
 	cap_t caps = cap_init(); /* all clear */
@@ -150,7 +156,8 @@ bool archive_sandbox_enter(enum archive_sandbox_profile profile, char *why, size
 	static const cap_value_t extract_caps[] = {CAP_DAC_OVERRIDE, CAP_FOWNER};
 	static const cap_value_t create_caps[] = {CAP_DAC_READ_SEARCH};
 	bool extract = profile == ARCHIVE_SANDBOX_EXTRACT;
-	if (!trim_capabilities(extract ? extract_caps : create_caps, extract ? 2 : 1, why, why_size))
+	if (!trim_capabilities(extract ? extract_caps : create_caps, extract ? 2 : 1, why,
+			       why_size))
 		return false;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return text_fail(why, why_size, "cannot set no_new_privs: %s", strerror(errno));

@@ -31,7 +31,7 @@ struct made_links {
 	struct {
 		dev_t dev;
 		ino_t ino;
-	} *slots;
+	} * slots;
 	size_t count, capacity; /* capacity: a power of two, or 0 */
 };
 
@@ -92,8 +92,8 @@ static size_t link_slot(const struct made_links *links, dev_t dev, ino_t ino)
 {
 	size_t mask = links->capacity - 1;
 	size_t index = (size_t)((ino * 0x9e3779b97f4a7c15ull) ^ dev) & mask;
-	while (links->slots[index].ino && !(links->slots[index].ino == ino &&
-					     links->slots[index].dev == dev))
+	while (links->slots[index].ino &&
+	       !(links->slots[index].ino == ino && links->slots[index].dev == dev))
 		index = (index + 1) & mask;
 	return index;
 }
@@ -105,7 +105,8 @@ static void remember_link(struct made_links *links, dev_t dev, ino_t ino)
 		bigger.slots = xcalloc(bigger.capacity, sizeof *bigger.slots);
 		for (size_t i = 0; i < links->capacity; i++)
 			if (links->slots[i].ino) {
-				size_t slot = link_slot(&bigger, links->slots[i].dev, links->slots[i].ino);
+				size_t slot = link_slot(&bigger, links->slots[i].dev,
+							links->slots[i].ino);
 				bigger.slots[slot] = links->slots[i];
 				bigger.count++;
 			}
@@ -163,7 +164,8 @@ static bool enter_parent(struct extract *extract, const char **leaf)
 		if (errno == ELOOP)
 			return refuse(extract, "is below too many symbolic links");
 		if (errno == ENOTDIR)
-			return refuse(extract, "is below something that is not a directory in dest");
+			return refuse(extract,
+				      "is below something that is not a directory in dest");
 		if (errno == ENOENT)
 			return refuse(extract, "is below a symbolic link to nothing");
 		return fail(extract, "opening its directory", errno);
@@ -286,10 +288,11 @@ static bool extract_hardlink(struct extract *extract, const char *target_name, c
 	const char *target_leaf = slash ? slash + 1 : target;
 	if (slash)
 		*slash = '\0';
-	int target_dir = slash ? open_directory(extract, target, false)
-			       : dup(extract->options->dest_fd);
+	int target_dir =
+		slash ? open_directory(extract, target, false) : dup(extract->options->dest_fd);
 	if (target_dir < 0 && errno == EXDEV)
-		return refuse(extract, "is a hard link below a symbolic link the archive itself made");
+		return refuse(extract,
+			      "is a hard link below a symbolic link the archive itself made");
 	if (target_dir < 0)
 		return refuse(extract, "is a hard link to a file not in dest");
 	char temporary[256];
@@ -309,7 +312,8 @@ static bool extract_directory(struct extract *extract, struct archive_entry *ent
 {
 	mode_t mode = (archive_entry_perm(entry) & 01777) | 0700;
 	struct stat st;
-	if (fstatat(extract->parent_fd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode)) {
+	if (fstatat(extract->parent_fd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !S_ISDIR(st.st_mode)) {
 		/* Over what is there: a file or link in the way gives way. */
 		if (unlinkat(extract->parent_fd, leaf, 0) < 0)
 			return fail(extract, "replacing what is in the way", errno);

@@ -20,9 +20,9 @@
 #include <sys/types.h>
 
 struct archive_extract_options {
-	int dest_fd;      /* the destination directory */
-	int root_fd;      /* "/": where absolute targets of the box's own links start */
-	int input_fd;     /* the tar.gz stream */
+	int dest_fd;  /* the destination directory */
+	int root_fd;  /* "/": where absolute targets of the box's own links start */
+	int input_fd; /* the tar.gz stream */
 	/* Optional: told the name (relative to dest) of each regular file put
 	 * in place, for the hash cache. */
 	void (*on_file)(void *arg, const char *name);

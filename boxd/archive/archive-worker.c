@@ -171,8 +171,8 @@ static int open_dest(int work_fd, int root_fd, const char *dest,
 		int error = errno;
 		snprintf(result->message, sizeof result->message,
 			 "dest cannot be made a directory (%s)", strerror(error));
-		result->refused = error == ENOTDIR || error == ELOOP || error == ENOENT ||
-				  error == EACCES;
+		result->refused =
+			error == ENOTDIR || error == ELOOP || error == ENOENT || error == EACCES;
 		result->disk_full = error == ENOSPC || error == EDQUOT;
 	}
 	free(relative);
@@ -198,7 +198,8 @@ static void note_written(void *arg, const char *name)
 		return;
 	}
 	if (written->count % 1024 == 0)
-		written->names = xrealloc(written->names, (written->count + 1024) * sizeof *written->names);
+		written->names =
+			xrealloc(written->names, (written->count + 1024) * sizeof *written->names);
 	written->names[written->count++] = xstrdup(name);
 }
 
@@ -227,7 +228,9 @@ static int run_extract(int work_fd, const char *dest, const char *user, const ch
 	struct archive_extract_result result = {0};
 	struct written written = {0};
 	struct archive_extract_options options = {
-		.input_fd = 0, .on_file = note_written, .on_file_arg = &written,
+		.input_fd = 0,
+		.on_file = note_written,
+		.on_file_arg = &written,
 		.root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC),
 	};
 	struct box_user box_user;
@@ -238,12 +241,14 @@ static int run_extract(int work_fd, const char *dest, const char *user, const ch
 	struct hash_cache *cache = cache_path ? hash_cache_open(cache_path) : NULL;
 	char why[256];
 	if (!archive_sandbox_enter(ARCHIVE_SANDBOX_EXTRACT, why, sizeof why)) {
-		snprintf(result.message, sizeof result.message, "the archive sandbox failed: %s", why);
+		snprintf(result.message, sizeof result.message, "the archive sandbox failed: %s",
+			 why);
 		print_result(false, &result);
 		return 1;
 	}
 	if (!box_user_act(&box_user, true)) {
-		snprintf(result.message, sizeof result.message, "cannot act as the box user %s", user);
+		snprintf(result.message, sizeof result.message, "cannot act as the box user %s",
+			 user);
 		print_result(false, &result);
 		return 1;
 	}
@@ -262,7 +267,8 @@ static int run_create(int work_fd, const char *path)
 	const char *why = NULL;
 	char *relative = work_path_relative("/", path[0] == '/' ? path + 1 : path, &why);
 	if (!relative || !relative[0]) {
-		fprintf(stderr, "boxd-archive: the path %s\n", relative ? "is the work dir itself" : why);
+		fprintf(stderr, "boxd-archive: the path %s\n",
+			relative ? "is the work dir itself" : why);
 		free(relative);
 		return 1;
 	}
@@ -273,7 +279,8 @@ static int run_create(int work_fd, const char *path)
 		*slash = '\0';
 		parent_fd = work_path_open(work_fd, "/", relative, &why);
 		if (parent_fd < 0) {
-			fprintf(stderr, "boxd-archive: cannot open the folder's parent: %s\n", strerror(errno));
+			fprintf(stderr, "boxd-archive: cannot open the folder's parent: %s\n",
+				strerror(errno));
 			return 1;
 		}
 	}
@@ -332,7 +339,10 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct sync_diff_result result;
 	sync_diff_run(dest_fd, manifest, length, strtoul(limit_text, NULL, 10), cache,
-		      cores < 1 ? 1 : cores > 4 ? 4 : (int)cores, &result);
+		      cores < 1   ? 1
+		      : cores > 4 ? 4
+				  : (int)cores,
+		      &result);
 	hash_cache_close(cache);
 	free(manifest);
 	if (result.status == SYNC_OK) {
@@ -341,7 +351,8 @@ static int run_diff(int work_fd, const char *dest, const char *limit_text, const
 		free(text);
 		cJSON_Delete(result.answer);
 	} else {
-		print_error(result.status == SYNC_BAD_REQUEST ? FAILURE_BAD_REQUEST : FAILURE_INTERNAL,
+		print_error(result.status == SYNC_BAD_REQUEST ? FAILURE_BAD_REQUEST
+							      : FAILURE_INTERNAL,
 			    result.message);
 	}
 	fflush(stdout);
@@ -355,7 +366,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	int work_fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (work_fd < 0) {
-		fprintf(stderr, "boxd-archive: cannot open the work dir %s: %s\n", argv[2], strerror(errno));
+		fprintf(stderr, "boxd-archive: cannot open the work dir %s: %s\n", argv[2],
+			strerror(errno));
 		return 1;
 	}
 	if (strcmp(argv[1], "extract") == 0) {

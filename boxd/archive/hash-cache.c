@@ -96,8 +96,9 @@ static bool cache_map(struct hash_cache *cache, uint64_t slot_count, bool fresh)
 {
 	int fd = open(cache->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		log_msg(LOG_LEVEL_WARNING, "hash cache %s cannot be opened (%s); diffs hash every file",
-			cache->path, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING,
+			"hash cache %s cannot be opened (%s); diffs hash every file", cache->path,
+			strerror(errno));
 		return false;
 	}
 	struct stat st;

@@ -123,8 +123,9 @@ static bool hash_regular(int fd, const struct stat *st, void *buffer,
 	entry_hash_begin_file(&hash, st->st_mode);
 	off_t left = st->st_size;
 	while (left > 0) {
-		ssize_t got = read(fd, buffer, left < (off_t)READ_BUFFER_SIZE ? (size_t)left
-									 : READ_BUFFER_SIZE);
+		ssize_t got =
+			read(fd, buffer,
+			     left < (off_t)READ_BUFFER_SIZE ? (size_t)left : READ_BUFFER_SIZE);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
@@ -219,10 +220,11 @@ static void *diff_worker(void *arg)
 			size_t dir_length = slash ? (size_t)(slash - entry->path) : 0;
 			int parent_fd = parent_for(job, &parent, entry->path, dir_length);
 			unsigned char hash[ENTRY_HASH_SIZE];
-			entry->changed = parent_fd < 0 ||
-					 !hash_entry(job, parent_fd, slash ? slash + 1 : entry->path,
-						     hash, buffer) ||
-					 memcmp(hash, entry->sha1, ENTRY_HASH_SIZE) != 0;
+			entry->changed =
+				parent_fd < 0 ||
+				!hash_entry(job, parent_fd, slash ? slash + 1 : entry->path, hash,
+					    buffer) ||
+				memcmp(hash, entry->sha1, ENTRY_HASH_SIZE) != 0;
 			if (entry->changed && atomic_fetch_add(&job->changed, 1) + 1 > job->limit)
 				atomic_store(&job->over_limit, true);
 		}
@@ -242,8 +244,8 @@ void sync_remember(int dest_fd, char *const *paths, size_t count, struct hash_ca
 	void *buffer = xmalloc(READ_BUFFER_SIZE);
 	for (size_t i = 0; i < count; i++) {
 		const char *slash = strrchr(paths[i], '/');
-		int parent_fd = parent_for(&job, &parent, paths[i],
-					   slash ? (size_t)(slash - paths[i]) : 0);
+		int parent_fd =
+			parent_for(&job, &parent, paths[i], slash ? (size_t)(slash - paths[i]) : 0);
 		unsigned char hash[ENTRY_HASH_SIZE];
 		if (parent_fd >= 0)
 			hash_entry(&job, parent_fd, slash ? slash + 1 : paths[i], hash, buffer);
@@ -255,8 +257,8 @@ void sync_remember(int dest_fd, char *const *paths, size_t count, struct hash_ca
 }
 
 /* Splits the manifest into entries; false with a message naming the line. */
-static bool parse_manifest(const char *manifest, size_t length, struct diff_job *job,
-			   char *arena, struct sync_diff_result *result)
+static bool parse_manifest(const char *manifest, size_t length, struct diff_job *job, char *arena,
+			   struct sync_diff_result *result)
 {
 	size_t capacity = 0, line_number = 0;
 	for (size_t i = 0; i < length; i++)
@@ -271,7 +273,7 @@ static bool parse_manifest(const char *manifest, size_t length, struct diff_job 
 			struct diff_entry *entry = &job->entries[job->entry_count++];
 			size_t path_length;
 			const char *error = manifest_parse_line(line, line_length, entry->sha1,
-								 arena, &path_length);
+								arena, &path_length);
 			if (error) {
 				snprintf(result->message, sizeof result->message,
 					 "manifest line %zu %s", line_number, error);

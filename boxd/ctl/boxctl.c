@@ -37,12 +37,13 @@ static const struct ctl_command *const command_tables[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: boxctl [--socket PATH] [--json] COMMAND [ARGS...]\n\n"
-		     "Talks to boxd over its unix socket: --socket, else $BOXD_SOCKET,\n"
-		     "else %s. --json (before or after the command) prints\n"
-		     "the API's JSON instead of text. Exit status: 0 success, 1 boxd answered\n"
-		     "with an error, 2 usage error; exec exits with the command's status.\n\n"
-		     "commands:\n",
+	fprintf(out,
+		"usage: boxctl [--socket PATH] [--json] COMMAND [ARGS...]\n\n"
+		"Talks to boxd over its unix socket: --socket, else $BOXD_SOCKET,\n"
+		"else %s. --json (before or after the command) prints\n"
+		"the API's JSON instead of text. Exit status: 0 success, 1 boxd answered\n"
+		"with an error, 2 usage error; exec exits with the command's status.\n\n"
+		"commands:\n",
 		DEFAULT_SOCKET);
 	for (const struct ctl_command *const *table = command_tables; *table; table++) {
 		for (const struct ctl_command *command = *table; command->name; command++)
@@ -99,7 +100,8 @@ int main(int argc, char **argv)
 			break;
 		if (strcmp(sub_argv[i], "--json") == 0) {
 			ctl.json = true;
-			memmove(&sub_argv[i], &sub_argv[i + 1], (size_t)(sub_argc - i) * sizeof *sub_argv);
+			memmove(&sub_argv[i], &sub_argv[i + 1],
+				(size_t)(sub_argc - i) * sizeof *sub_argv);
 			sub_argc--;
 			i--;
 		}

@@ -10,9 +10,9 @@
 #include "xalloc.h"
 
 struct exec_stream {
-	char *line;          /* an NDJSON line being assembled */
+	char *line; /* an NDJSON line being assembled */
 	size_t length, capacity;
-	int exit_status;     /* -1 until the exit event */
+	int exit_status; /* -1 until the exit event */
 	bool failed;
 };
 
@@ -45,7 +45,8 @@ static void handle_event(struct exec_stream *s, const char *line)
 	const char *kind = cJSON_IsString(type) ? type->valuestring : "";
 	if (error) {
 		const cJSON *message = cJSON_GetObjectItem(error, "message");
-		fprintf(stderr, "boxctl: %s\n", cJSON_IsString(message) ? message->valuestring : line);
+		fprintf(stderr, "boxctl: %s\n",
+			cJSON_IsString(message) ? message->valuestring : line);
 		s->failed = true;
 	} else if (!strcmp(kind, "stdout") && cJSON_IsString(data))
 		write_all(STDOUT_FILENO, data->valuestring);
@@ -73,7 +74,8 @@ static bool on_data(void *arg, const char *data, size_t length)
 	struct exec_stream *s = arg;
 	for (size_t i = 0; i < length; i++) {
 		if (s->length + 1 >= s->capacity)
-			s->line = xrealloc(s->line, s->capacity = s->capacity ? s->capacity * 2 : 4096);
+			s->line = xrealloc(s->line,
+					   s->capacity = s->capacity ? s->capacity * 2 : 4096);
 		if (data[i] != '\n') {
 			s->line[s->length++] = data[i];
 			continue;
@@ -85,7 +87,8 @@ static bool on_data(void *arg, const char *data, size_t length)
 	return true;
 }
 
-#define EXEC_USAGE "usage: boxctl exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] [--json] -- CMD..."
+#define EXEC_USAGE \
+	"usage: boxctl exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] [--json] -- CMD..."
 
 /* boxctl's stdin, for the command: read to its end unless it is a terminal
  * or -n was given. The API takes it as text, so a NUL byte is refused. */
@@ -103,7 +106,8 @@ static bool add_stdin(cJSON *body, int *usage)
 	}
 	if (memchr(data, '\0', length)) {
 		free(data);
-		*usage = ctl_usage_error("exec", "stdin holds a NUL byte; the API takes stdin as text "
+		*usage = ctl_usage_error("exec",
+					 "stdin holds a NUL byte; the API takes stdin as text "
 					 "(use -n to pass none)");
 		return false;
 	}
@@ -266,10 +270,11 @@ static int run_exec(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_exec_commands[] = {
-	{"exec", "  exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] -- CMD...\n"
-		 "                              run a command with boxctl's stdin (none with -n or\n"
-		 "                              from a terminal); exits with its status\n"
-		 "  exec --show ID              a command's state and output, running or ended",
+	{"exec",
+	 "  exec [--cwd D] [--timeout S] [--env K=V]... [--bg] [-n] -- CMD...\n"
+	 "                              run a command with boxctl's stdin (none with -n or\n"
+	 "                              from a terminal); exits with its status\n"
+	 "  exec --show ID              a command's state and output, running or ended",
 	 run_exec},
 	{0},
 };

@@ -111,6 +111,7 @@ static int run_get(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_files_commands[] = {
-	{"get", "  get PATH [-o FILE]          a file, or a folder as tar.gz, from the box", run_get},
+	{"get", "  get PATH [-o FILE]          a file, or a folder as tar.gz, from the box",
+	 run_get},
 	{0},
 };

@@ -30,24 +30,31 @@ static void print_health(const cJSON *health)
 {
 	const cJSON *display = cJSON_GetObjectItem(health, "display");
 	const double gib = 1024.0 * 1024 * 1024;
-	printf("boxd %s, up %.1f s\n", text(health, "version"), number(health, "uptimeMs", NULL) / 1000);
+	printf("boxd %s, up %.1f s\n", text(health, "version"),
+	       number(health, "uptimeMs", NULL) / 1000);
 	if (flag(health, "display", "up") && number(health, "display", "width") > 0)
 		printf("display   %s up, %.0fx%.0f\n", text(display, "name"),
 		       number(health, "display", "width"), number(health, "display", "height"));
 	else
-		printf("display   %s %s\n", text(display, "name"), flag(health, "display", "up") ? "up" : "down");
+		printf("display   %s %s\n", text(display, "name"),
+		       flag(health, "display", "up") ? "up" : "down");
 	printf("docker    %s\n", flag(health, "docker", "up") ? "up" : "down");
 	const cJSON *load = cJSON_GetObjectItem(health, "load");
 	if (cJSON_GetArraySize(load) == 3)
 		printf("load      %.2f %.2f %.2f\n", cJSON_GetArrayItem(load, 0)->valuedouble,
-		       cJSON_GetArrayItem(load, 1)->valuedouble, cJSON_GetArrayItem(load, 2)->valuedouble);
-	printf("memory    %.1f GiB available of %.1f GiB\n", number(health, "memory", "availableBytes") / gib,
+		       cJSON_GetArrayItem(load, 1)->valuedouble,
+		       cJSON_GetArrayItem(load, 2)->valuedouble);
+	printf("memory    %.1f GiB available of %.1f GiB\n",
+	       number(health, "memory", "availableBytes") / gib,
 	       number(health, "memory", "totalBytes") / gib);
-	printf("disk      %.1f GiB free of %.1f GiB (%s)\n", number(health, "disk", "freeBytes") / gib,
-	       number(health, "disk", "totalBytes") / gib, text(cJSON_GetObjectItem(health, "disk"), "path"));
+	printf("disk      %.1f GiB free of %.1f GiB (%s)\n",
+	       number(health, "disk", "freeBytes") / gib,
+	       number(health, "disk", "totalBytes") / gib,
+	       text(cJSON_GetObjectItem(health, "disk"), "path"));
 	printf("procs     %.0f running\n", number(health, "procs", "running"));
 	printf("recording %s\n", flag(health, "recording", NULL) ? "yes" : "no");
-	printf("locked    %s\n", flag(health, "locked", NULL) ? "yes (a person has the screen)" : "no");
+	printf("locked    %s\n",
+	       flag(health, "locked", NULL) ? "yes (a person has the screen)" : "no");
 	printf("secrets   %.0f\n", number(health, "secrets", "count"));
 }
 

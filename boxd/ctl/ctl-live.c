@@ -21,9 +21,9 @@ struct live_sink {
 	int fd;
 	const char *name;
 	struct client_response *response;
-	uint8_t *pending;        /* bytes not yet written: the last, incomplete box(es) */
+	uint8_t *pending; /* bytes not yet written: the last, incomplete box(es) */
 	size_t length, capacity;
-	char error[512];         /* an error answer's body */
+	char error[512]; /* an error answer's body */
 	size_t error_length;
 	bool failed;
 };
@@ -49,7 +49,8 @@ static bool live_write(struct live_sink *sink, const uint8_t *data, size_t lengt
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, "boxctl live: cannot write %s: %s\n", sink->name, strerror(errno));
+			fprintf(stderr, "boxctl live: cannot write %s: %s\n", sink->name,
+				strerror(errno));
 			ok = false;
 			break;
 		}
@@ -127,9 +128,11 @@ static bool live_on_data(void *arg, const char *data, size_t length)
 static int run_live(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "output", required_argument, NULL, 'o' }, { "fps", required_argument, NULL, 'f' },
-		{ "scale", required_argument, NULL, 's' }, { "seconds", required_argument, NULL, 't' },
-		{ 0 },
+		{"output", required_argument, NULL, 'o'},
+		{"fps", required_argument, NULL, 'f'},
+		{"scale", required_argument, NULL, 's'},
+		{"seconds", required_argument, NULL, 't'},
+		{0},
 	};
 	const char *output = NULL, *fps = NULL, *scale = NULL;
 	long seconds = 0;
@@ -144,7 +147,8 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 			char *end;
 			seconds = strtol(optarg, &end, 10);
 			if (!optarg[0] || *end || seconds < 1)
-				return ctl_usage_error("live", "--seconds takes a whole number of seconds");
+				return ctl_usage_error("live",
+						       "--seconds takes a whole number of seconds");
 			break;
 		}
 		default: return ctl_usage_error("live", "see boxctl --help");
@@ -153,10 +157,11 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 	if (optind < argc)
 		return ctl_usage_error("live", "unexpected argument \"%s\"", argv[optind]);
 	if (!output)
-		return ctl_usage_error("live", "give the file to write with -o FILE (- for standard output)");
+		return ctl_usage_error(
+			"live", "give the file to write with -o FILE (- for standard output)");
 	char path[200];
 	int n = snprintf(path, sizeof path, "/v1/screen/live?");
-	const char *names[2] = { "fps", "scale" }, *values[2] = { fps, scale };
+	const char *names[2] = {"fps", "scale"}, *values[2] = {fps, scale};
 	for (int i = 0; i < 2; i++) {
 		if (!values[i])
 			continue;
@@ -169,7 +174,8 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 	if (!client)
 		return CTL_API_ERROR;
 	bool to_stdout = strcmp(output, "-") == 0;
-	int fd = to_stdout ? STDOUT_FILENO : open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = to_stdout ? STDOUT_FILENO
+			   : open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		fprintf(stderr, "boxctl live: cannot create %s: %s\n", output, strerror(errno));
 		return CTL_API_ERROR;
@@ -179,7 +185,7 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 	sigaddset(&live_signals, SIGTERM);
 	sigaddset(&live_signals, SIGALRM);
 	sigaddset(&live_signals, SIGPIPE);
-	struct sigaction action = { .sa_handler = live_on_signal };
+	struct sigaction action = {.sa_handler = live_on_signal};
 	sigaction(SIGINT, &action, NULL);
 	sigaction(SIGTERM, &action, NULL);
 	sigaction(SIGALRM, &action, NULL);
@@ -187,12 +193,12 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 	sigaction(SIGPIPE, &action, NULL);
 	if (seconds)
 		alarm((unsigned)seconds);
-	struct client_response response = { 0 };
-	struct live_sink sink = { .fd = fd, .name = to_stdout ? "standard output" : output,
-				  .response = &response };
+	struct client_response response = {0};
+	struct live_sink sink = {
+		.fd = fd, .name = to_stdout ? "standard output" : output, .response = &response};
 	char error[256];
-	bool ok = client_request_stream(client, "GET", path, NULL, NULL, 0, NULL, live_on_data, &sink,
-					&response, error, sizeof error);
+	bool ok = client_request_stream(client, "GET", path, NULL, NULL, 0, NULL, live_on_data,
+					&sink, &response, error, sizeof error);
 	alarm(0);
 	int status = CTL_OK;
 	if (response.status && response.status != 200) {
@@ -219,9 +225,10 @@ static int run_live(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_live_commands[] = {
-	{ "live", "  live -o FILE|- [--fps N] [--scale S] [--seconds N]\n"
-		  "                              the live screen as fragmented MP4 (H.264), written\n"
-		  "                              as it comes (play it with ffplay or mpv meanwhile)",
-	  run_live },
-	{ 0 },
+	{"live",
+	 "  live -o FILE|- [--fps N] [--scale S] [--seconds N]\n"
+	 "                              the live screen as fragmented MP4 (H.264), written\n"
+	 "                              as it comes (play it with ffplay or mpv meanwhile)",
+	 run_live},
+	{0},
 };

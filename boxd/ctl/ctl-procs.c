@@ -19,12 +19,12 @@ static void print_proc(const cJSON *proc)
 	const cJSON *code = cJSON_GetObjectItem(proc, "exitCode");
 	char status[48] = "running";
 	if (!strcmp(text_of(proc, "state"), "exited"))
-		snprintf(status, sizeof status, "exit %d%s%s", cJSON_IsNumber(code) ? (int)code->valuedouble : -1,
+		snprintf(status, sizeof status, "exit %d%s%s",
+			 cJSON_IsNumber(code) ? (int)code->valuedouble : -1,
 			 *text_of(proc, "signal") ? " " : "", text_of(proc, "signal"));
 	const char *cmd = text_of(proc, "cmd");
 	printf("%-20s %-8.0f %-16s %.*s\n", text_of(proc, "bgId"),
-	       cJSON_GetObjectItem(proc, "pid")->valuedouble, status,
-	       (int)strcspn(cmd, "\n"), cmd);
+	       cJSON_GetObjectItem(proc, "pid")->valuedouble, status, (int)strcspn(cmd, "\n"), cmd);
 }
 
 static int show_answer(struct ctl *ctl, int status, cJSON *answer)
@@ -107,7 +107,8 @@ static int run_log(struct ctl *ctl, int argc, char **argv)
 		else if (argv[i][0] != '-' && !id)
 			id = argv[i];
 		else
-			return ctl_usage_error("procs log", "usage: boxctl procs log ID [--tail N] [--follow]");
+			return ctl_usage_error("procs log",
+					       "usage: boxctl procs log ID [--tail N] [--follow]");
 	}
 	if (!id)
 		return ctl_usage_error("procs log", "give the proc's id");
@@ -175,20 +176,23 @@ static int run_procs(struct ctl *ctl, int argc, char **argv)
 		}
 	}
 	if (!strcmp(verb, "wait") || !strcmp(verb, "stop"))
-		return call_and_show(ctl, "POST", id, !strcmp(verb, "wait") ? "/wait" : "/stop", body);
+		return call_and_show(ctl, "POST", id, !strcmp(verb, "wait") ? "/wait" : "/stop",
+				     body);
 	cJSON_Delete(body);
 	return ctl_usage_error("procs", "unknown `%s`: ls, show, wait, stop, log or rm", verb);
 }
 
 const struct ctl_command ctl_procs_commands[] = {
-	{"procs", "  procs [ls]                  background commands\n"
-		  "  procs show ID               one of them\n"
-		  "  procs wait ID [--timeout S]\n"
-		  "                              until it ends, or the wait runs out\n"
-		  "  procs stop ID [--signal S] [--grace S]\n"
-		  "                              signal its whole tree, SIGKILL after the grace\n"
-		  "  procs log ID [--tail N] [--follow]\n"
-		  "                              its log (masked)\n"
-		  "  procs rm ID                 forget an ended one (its log file stays)", run_procs},
+	{"procs",
+	 "  procs [ls]                  background commands\n"
+	 "  procs show ID               one of them\n"
+	 "  procs wait ID [--timeout S]\n"
+	 "                              until it ends, or the wait runs out\n"
+	 "  procs stop ID [--signal S] [--grace S]\n"
+	 "                              signal its whole tree, SIGKILL after the grace\n"
+	 "  procs log ID [--tail N] [--follow]\n"
+	 "                              its log (masked)\n"
+	 "  procs rm ID                 forget an ended one (its log file stays)",
+	 run_procs},
 	{0},
 };

@@ -29,10 +29,13 @@ static int write_image(const char *path, const struct client_response *response)
 static int run_shot(struct ctl *ctl, int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "output", required_argument, NULL, 'o' }, { "scale", required_argument, NULL, 's' },
-		{ "jpeg", no_argument, NULL, 'j' }, { "quality", required_argument, NULL, 'q' },
-		{ "region", required_argument, NULL, 'r' }, { "no-cursor", no_argument, NULL, 'n' },
-		{ 0 },
+		{"output", required_argument, NULL, 'o'},
+		{"scale", required_argument, NULL, 's'},
+		{"jpeg", no_argument, NULL, 'j'},
+		{"quality", required_argument, NULL, 'q'},
+		{"region", required_argument, NULL, 'r'},
+		{"no-cursor", no_argument, NULL, 'n'},
+		{0},
 	};
 	const char *output = NULL, *scale = NULL, *quality = NULL, *region = NULL;
 	bool jpeg = false, cursor = true;
@@ -43,7 +46,10 @@ static int run_shot(struct ctl *ctl, int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 's': scale = optarg; break;
 		case 'j': jpeg = true; break;
-		case 'q': quality = optarg; jpeg = true; break;
+		case 'q':
+			quality = optarg;
+			jpeg = true;
+			break;
 		case 'r': region = optarg; break;
 		case 'n': cursor = false; break;
 		default: return ctl_usage_error("shot", "see boxctl --help");
@@ -55,9 +61,9 @@ static int run_shot(struct ctl *ctl, int argc, char **argv)
 	if (region && sscanf(region, "%ld,%ld,%ld,%ld", &x, &y, &w, &h) != 4)
 		return ctl_usage_error("shot", "--region takes X,Y,W,H");
 	char path[512];
-	int n = snprintf(path, sizeof path, "/v1/screen/shot?format=%s&cursor=%d", jpeg ? "jpeg" : "png",
-			 cursor);
-	const char *names[2] = { "scale", "quality" }, *values[2] = { scale, quality };
+	int n = snprintf(path, sizeof path, "/v1/screen/shot?format=%s&cursor=%d",
+			 jpeg ? "jpeg" : "png", cursor);
+	const char *names[2] = {"scale", "quality"}, *values[2] = {scale, quality};
 	for (int i = 0; i < 2; i++) {
 		if (!values[i])
 			continue;
@@ -85,7 +91,8 @@ static int run_shot(struct ctl *ctl, int argc, char **argv)
 	if (status == CTL_OK && strcmp(file, "-") != 0)
 		fprintf(stderr, "%s: %sx%s, %zu KiB\n", file,
 			client_response_header(&response, "X-Width"),
-			client_response_header(&response, "X-Height"), (response.body_length + 1023) / 1024);
+			client_response_header(&response, "X-Height"),
+			(response.body_length + 1023) / 1024);
 	client_response_free(&response);
 	return status;
 }
@@ -102,8 +109,9 @@ static bool parse_int(const char *text, long *value)
 
 static bool is_button(const char *word)
 {
-	return strcmp(word, "left") == 0 || strcmp(word, "middle") == 0 || strcmp(word, "right") == 0 ||
-	       strcmp(word, "back") == 0 || strcmp(word, "forward") == 0;
+	return strcmp(word, "left") == 0 || strcmp(word, "middle") == 0 ||
+	       strcmp(word, "right") == 0 || strcmp(word, "back") == 0 ||
+	       strcmp(word, "forward") == 0;
 }
 
 /* Takes the numbers an action needs from argv; false when they are missing. */
@@ -131,7 +139,8 @@ static cJSON *parse_action(int argc, char **argv, int *at, char *error, size_t e
 			cJSON_AddNumberToObject(action, "x", (double)v[0]);
 			cJSON_AddNumberToObject(action, "y", (double)v[1]);
 		}
-	} else if (strcmp(word, "click") == 0 || strcmp(word, "down") == 0 || strcmp(word, "up") == 0) {
+	} else if (strcmp(word, "click") == 0 || strcmp(word, "down") == 0 ||
+		   strcmp(word, "up") == 0) {
 		if (*at + 1 < argc && is_button(argv[*at + 1]))
 			cJSON_AddStringToObject(action, "button", argv[++*at]);
 		if (word[0] == 'c' && *at + 1 < argc && parse_int(argv[*at + 1], &v[0])) {
@@ -150,19 +159,27 @@ static cJSON *parse_action(int argc, char **argv, int *at, char *error, size_t e
 	} else if (strcmp(word, "drag") == 0) {
 		ok = take_ints(argc, argv, at, 4, v);
 		if (ok) {
-			cJSON_AddItemToObject(action, "from", cJSON_CreateIntArray((int[]){ (int)v[0], (int)v[1] }, 2));
-			cJSON_AddItemToObject(action, "to", cJSON_CreateIntArray((int[]){ (int)v[2], (int)v[3] }, 2));
+			cJSON_AddItemToObject(
+				action, "from",
+				cJSON_CreateIntArray((int[]){(int)v[0], (int)v[1]}, 2));
+			cJSON_AddItemToObject(
+				action, "to",
+				cJSON_CreateIntArray((int[]){(int)v[2], (int)v[3]}, 2));
 		}
 	} else if (strcmp(word, "type") == 0 || strcmp(word, "key") == 0) {
 		ok = *at + 1 < argc;
 		if (ok)
-			cJSON_AddStringToObject(action, word[0] == 't' ? "text" : "keys", argv[++*at]);
+			cJSON_AddStringToObject(action, word[0] == 't' ? "text" : "keys",
+						argv[++*at]);
 	} else if (strcmp(word, "wait") == 0) {
 		ok = take_ints(argc, argv, at, 1, v);
 		if (ok)
 			cJSON_AddNumberToObject(action, "ms", (double)v[0]);
 	} else {
-		snprintf(error, error_size, "unknown action \"%s\" (move, click, down, up, scroll, drag, type, key, wait)", word);
+		snprintf(error, error_size,
+			 "unknown action \"%s\" (move, click, down, up, scroll, drag, type, key, "
+			 "wait)",
+			 word);
 		cJSON_Delete(action);
 		return NULL;
 	}
@@ -178,7 +195,8 @@ static cJSON *parse_action(int argc, char **argv, int *at, char *error, size_t e
 static int run_input(struct ctl *ctl, int argc, char **argv)
 {
 	if (argc < 2)
-		return ctl_usage_error("input", "give actions, e.g. move 10 20 click type \"hello\" key ctrl+l");
+		return ctl_usage_error(
+			"input", "give actions, e.g. move 10 20 click type \"hello\" key ctrl+l");
 	cJSON *body = cJSON_CreateObject();
 	cJSON *actions = cJSON_AddArrayToObject(body, "actions");
 	for (int at = 1; at < argc;) {
@@ -196,7 +214,8 @@ static int run_input(struct ctl *ctl, int argc, char **argv)
 	if (status != CTL_OK)
 		return status;
 	if (!ctl_print_json(ctl, answer))
-		printf("done: %d actions\n", (int)cJSON_GetNumberValue(cJSON_GetObjectItem(answer, "done")));
+		printf("done: %d actions\n",
+		       (int)cJSON_GetNumberValue(cJSON_GetObjectItem(answer, "done")));
 	cJSON_Delete(answer);
 	return CTL_OK;
 }
@@ -224,10 +243,12 @@ static int run_record(struct ctl *ctl, int argc, char **argv)
 		/* Options come in pairs: a name, then its value. */
 		for (int i = 2; i < argc; i += 2) {
 			long value;
-			bool fps = strcmp(argv[i], "--fps") == 0, max = strcmp(argv[i], "--max-sec") == 0;
+			bool fps = strcmp(argv[i], "--fps") == 0,
+			     max = strcmp(argv[i], "--max-sec") == 0;
 			if ((!fps && !max) || i + 1 >= argc || !parse_int(argv[i + 1], &value)) {
 				cJSON_Delete(body);
-				return ctl_usage_error("record", "start takes [--fps N] [--max-sec N]");
+				return ctl_usage_error("record",
+						       "start takes [--fps N] [--max-sec N]");
 			}
 			cJSON_AddNumberToObject(body, fps ? "fps" : "maxSec", (double)value);
 		}
@@ -250,25 +271,31 @@ static int run_record(struct ctl *ctl, int argc, char **argv)
 				printf("not recording\n");
 		}
 	} else {
-		return ctl_usage_error("record", "use record start [--fps N] [--max-sec N] | record stop | record status");
+		return ctl_usage_error(
+			"record",
+			"use record start [--fps N] [--max-sec N] | record stop | record status");
 	}
 	cJSON_Delete(answer);
 	return status;
 }
 
 const struct ctl_command ctl_screen_commands[] = {
-	{ "shot", "  shot [-o FILE|-] [--scale F] [--jpeg] [--quality N] [--region X,Y,W,H]\n"
-		  "       [--no-cursor]\n"
-		  "                              a screenshot (to shot.png; -o - for stdout)",
-	  run_shot },
-	{ "input", "  input ACTION...             mouse and keyboard, in order; ACTION is one of\n"
-		   "                              move X Y | click [BUTTON] [N] | down|up [BUTTON]\n"
-		   "                              | scroll DY [DX] | drag X1 Y1 X2 Y2 | type TEXT\n"
-		   "                              | key COMBO | wait MS",
-	  run_input },
-	{ "record", "  record start [--fps N] [--max-sec N]\n"
-		    "                              record the screen to an MP4 under WORK/.sbx\n"
-		    "  record stop                 end it: path, length, frames, size\n"
-		    "  record [status]             the recording in progress, if any", run_record },
-	{ 0 },
+	{"shot",
+	 "  shot [-o FILE|-] [--scale F] [--jpeg] [--quality N] [--region X,Y,W,H]\n"
+	 "       [--no-cursor]\n"
+	 "                              a screenshot (to shot.png; -o - for stdout)",
+	 run_shot},
+	{"input",
+	 "  input ACTION...             mouse and keyboard, in order; ACTION is one of\n"
+	 "                              move X Y | click [BUTTON] [N] | down|up [BUTTON]\n"
+	 "                              | scroll DY [DX] | drag X1 Y1 X2 Y2 | type TEXT\n"
+	 "                              | key COMBO | wait MS",
+	 run_input},
+	{"record",
+	 "  record start [--fps N] [--max-sec N]\n"
+	 "                              record the screen to an MP4 under WORK/.sbx\n"
+	 "  record stop                 end it: path, length, frames, size\n"
+	 "  record [status]             the recording in progress, if any",
+	 run_record},
+	{0},
 };

@@ -16,9 +16,9 @@ static int print_names(struct ctl *ctl, cJSON *answer)
 {
 	if (!ctl_print_json(ctl, answer)) {
 		const cJSON *name;
-		cJSON_ArrayForEach(name, cJSON_GetObjectItem(answer, "names"))
-			if (cJSON_IsString(name))
-				printf("%s\n", name->valuestring);
+		cJSON_ArrayForEach(name,
+				   cJSON_GetObjectItem(answer, "names")) if (cJSON_IsString(name))
+			printf("%s\n", name->valuestring);
 	}
 	cJSON_Delete(answer);
 	return CTL_OK;
@@ -32,8 +32,10 @@ static int secrets_set(struct ctl *ctl, int argc, char **argv)
 		const char *value = getenv(argv[i]);
 		if (!value) {
 			cJSON_Delete(body);
-			return ctl_usage_error("secrets", "%s is not set in the environment "
-					       "(usage: NAME=value boxctl secrets set NAME...)", argv[i]);
+			return ctl_usage_error("secrets",
+					       "%s is not set in the environment "
+					       "(usage: NAME=value boxctl secrets set NAME...)",
+					       argv[i]);
 		}
 		cJSON_AddStringToObject(secrets, argv[i], value);
 	}
@@ -60,7 +62,9 @@ static int run_secrets(struct ctl *ctl, int argc, char **argv)
 static int run_env(struct ctl *ctl, int argc, char **argv)
 {
 	if ((argc != 3 && argc != 4) || strcmp(argv[1], "set") != 0)
-		return ctl_usage_error("env", "usage: boxctl env set SERVICE [FILE] (else the dotenv text on stdin)");
+		return ctl_usage_error(
+			"env",
+			"usage: boxctl env set SERVICE [FILE] (else the dotenv text on stdin)");
 	const char *service = argv[2], *file = argc == 4 ? argv[3] : NULL;
 	int fd = STDIN_FILENO;
 	if (file && strcmp(file, "-") != 0 && (fd = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -68,7 +72,8 @@ static int run_env(struct ctl *ctl, int argc, char **argv)
 		return CTL_USAGE;
 	}
 	if (fd == STDIN_FILENO && isatty(fd))
-		fprintf(stderr, "boxctl env: reading the settings from the terminal; end with Ctrl-D\n");
+		fprintf(stderr,
+			"boxctl env: reading the settings from the terminal; end with Ctrl-D\n");
 	size_t length;
 	char *text = ctl_read_all(fd, &length);
 	if (fd != STDIN_FILENO)
@@ -90,9 +95,9 @@ static int run_env(struct ctl *ctl, int argc, char **argv)
 		const char *written = cJSON_GetStringValue(cJSON_GetObjectItem(answer, "path"));
 		printf("wrote %s:", written ? written : "?");
 		const cJSON *name;
-		cJSON_ArrayForEach(name, cJSON_GetObjectItem(answer, "names"))
-			if (cJSON_IsString(name))
-				printf(" %s", name->valuestring);
+		cJSON_ArrayForEach(name,
+				   cJSON_GetObjectItem(answer, "names")) if (cJSON_IsString(name))
+			printf(" %s", name->valuestring);
 		printf("\n");
 	}
 	cJSON_Delete(answer);
@@ -100,15 +105,19 @@ static int run_env(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_env_commands[] = {
-	{"env", "  env set SERVICE [FILE]      write a service's settings (dotenv, from FILE or\n"
-		"                              stdin) to WORK/.sbx/env/SERVICE.env", run_env},
+	{"env",
+	 "  env set SERVICE [FILE]      write a service's settings (dotenv, from FILE or\n"
+	 "                              stdin) to WORK/.sbx/env/SERVICE.env",
+	 run_env},
 	{0},
 };
 
 const struct ctl_command ctl_secrets_commands[] = {
-	{"secrets", "  secrets set NAME...         replace the secrets with these variables of\n"
-		    "                              boxctl's environment (values never on the\n"
-		    "                              command line)\n"
-		    "  secrets ls                  the names of the secrets", run_secrets},
+	{"secrets",
+	 "  secrets set NAME...         replace the secrets with these variables of\n"
+	 "                              boxctl's environment (values never on the\n"
+	 "                              command line)\n"
+	 "  secrets ls                  the names of the secrets",
+	 run_secrets},
 	{0},
 };

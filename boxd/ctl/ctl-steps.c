@@ -29,8 +29,7 @@ static int run_steps(struct ctl *ctl, int argc, char **argv)
 		return status;
 	if (!ctl_print_json(ctl, answer)) {
 		const cJSON *step;
-		cJSON_ArrayForEach(step, cJSON_GetObjectItem(answer, "steps"))
-			print_step(step);
+		cJSON_ArrayForEach(step, cJSON_GetObjectItem(answer, "steps")) print_step(step);
 	}
 	cJSON_Delete(answer);
 	return CTL_OK;
@@ -54,7 +53,8 @@ static void print_lock(const cJSON *lock)
 	}
 	printf("locked since %s%s%s\n", when, note && *note ? ": " : "", note && *note ? note : "");
 	if (token && *token)
-		printf("takeover token: %s (input sent with X-Takeover: TOKEN goes through)\n", token);
+		printf("takeover token: %s (input sent with X-Takeover: TOKEN goes through)\n",
+		       token);
 }
 
 static int set_lock(struct ctl *ctl, bool locked, const char *note)
@@ -71,7 +71,8 @@ static int set_lock(struct ctl *ctl, bool locked, const char *note)
 	if (!ctl_print_json(ctl, answer)) {
 		print_lock(answer);
 		if (locked)
-			printf("commands, input, recording and uploads wait until `boxctl unlock`\n");
+			printf("commands, input, recording and uploads wait until `boxctl "
+			       "unlock`\n");
 	}
 	cJSON_Delete(answer);
 	return CTL_OK;
@@ -94,7 +95,10 @@ static int run_lock(struct ctl *ctl, int argc, char **argv)
 		else if (strncmp(argv[i], "--note=", 7) == 0)
 			note = argv[i] + 7;
 		else
-			return ctl_usage_error("lock", "unexpected `%s` (usage: boxctl lock [--note TEXT] | lock status)", argv[i]);
+			return ctl_usage_error(
+				"lock",
+				"unexpected `%s` (usage: boxctl lock [--note TEXT] | lock status)",
+				argv[i]);
 	}
 	return set_lock(ctl, true, note);
 }
@@ -108,8 +112,10 @@ static int run_unlock(struct ctl *ctl, int argc, char **argv)
 
 const struct ctl_command ctl_steps_commands[] = {
 	{"steps", "  steps                       the last 30 things boxd did", run_steps},
-	{"lock", "  lock [--note TEXT]          a person takes the screen: changes wait\n"
-		 "  lock status                 whether it is locked, since when, by whom", run_lock},
+	{"lock",
+	 "  lock [--note TEXT]          a person takes the screen: changes wait\n"
+	 "  lock status                 whether it is locked, since when, by whom",
+	 run_lock},
 	{"unlock", "  unlock                      hand the screen back", run_unlock},
 	{0},
 };

@@ -34,9 +34,9 @@
 extern char **environ;
 
 static const char *const skipped_names[] = {
-	".git", "node_modules", "dist", "build", "coverage", ".venv", "venv", "__pycache__",
-	".pytest_cache", ".mypy_cache", ".tox", ".next", ".nuxt", ".turbo", ".parcel-cache",
-	".cache", ".gradle", ".sbx", NULL,
+	".git",          "node_modules",  "dist",        "build", "coverage", ".venv", "venv",
+	"__pycache__",   ".pytest_cache", ".mypy_cache", ".tox",  ".next",    ".nuxt", ".turbo",
+	".parcel-cache", ".cache",        ".gradle",     ".sbx",  NULL,
 };
 
 struct path_list {
@@ -70,8 +70,8 @@ static bool collect_git(const char *dir, struct path_list *list)
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, out[1], 1);
 	posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-	char *argv[] = {"git", "-C", (char *)dir, "ls-files", "-z", "--cached", "--others",
-			"--exclude-standard", NULL};
+	char *argv[] = {"git",      "-C",       (char *)dir,          "ls-files", "-z",
+			"--cached", "--others", "--exclude-standard", NULL};
 	pid_t pid;
 	int spawned = posix_spawnp(&pid, "git", &actions, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
@@ -199,7 +199,8 @@ static cJSON *call_json(struct ctl *ctl, const char *method, const char *path,
 			const char *headers)
 {
 	struct client_response response;
-	if (ctl_call_raw(ctl, method, path, content_type, body, length, headers, &response) != CTL_OK)
+	if (ctl_call_raw(ctl, method, path, content_type, body, length, headers, &response) !=
+	    CTL_OK)
 		return NULL;
 	cJSON *json = NULL;
 	if (response.status >= 200 && response.status <= 299)
@@ -273,7 +274,8 @@ static int pack(const char *root, char **paths, size_t count, off_t *size)
 	if (archive_write_close(archive) != ARCHIVE_OK)
 		ok = false;
 	if (!ok)
-		fprintf(stderr, "\nboxctl: cannot make the archive: %s\n", archive_error_string(archive));
+		fprintf(stderr, "\nboxctl: cannot make the archive: %s\n",
+			archive_error_string(archive));
 	archive_write_free(archive);
 	archive_entry_free(entry);
 	free(buffer);
@@ -309,17 +311,19 @@ static cJSON *upload(struct ctl *ctl, const char *dest, int fd, off_t size)
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(created, "uploadId"));
 		bool ok = id != NULL;
 		for (off_t offset = 0; ok && offset < size; offset += PIECE_SIZE) {
-			size_t piece = size - offset < PIECE_SIZE ? (size_t)(size - offset) : PIECE_SIZE;
+			size_t piece =
+				size - offset < PIECE_SIZE ? (size_t)(size - offset) : PIECE_SIZE;
 			char headers[64];
-			snprintf(headers, sizeof headers, "Upload-Offset: %lld\r\n", (long long)offset);
+			snprintf(headers, sizeof headers, "Upload-Offset: %lld\r\n",
+				 (long long)offset);
 			path = xasprintf("/v1/uploads/%s", id);
 			cJSON *stored = call_json(ctl, "PUT", path, "application/octet-stream",
 						  (char *)data + offset, piece, headers);
 			free(path);
 			ok = stored != NULL;
 			cJSON_Delete(stored);
-			fprintf(stderr, "\rboxctl sync: uploading %lld of %lld MB ", (long long)(offset + (off_t)piece) >> 20,
-				(long long)size >> 20);
+			fprintf(stderr, "\rboxctl sync: uploading %lld of %lld MB ",
+				(long long)(offset + (off_t)piece) >> 20, (long long)size >> 20);
 		}
 		if (ok) {
 			path = xasprintf("/v1/uploads/%s/finish", id);
@@ -352,7 +356,8 @@ static int run_diff(struct ctl *ctl, const char *dest)
 		if (cJSON_IsTrue(cJSON_GetObjectItem(answer, "all")))
 			printf("all\n");
 		const cJSON *item;
-		cJSON_ArrayForEach(item, cJSON_GetObjectItem(answer, "changed")) {
+		cJSON_ArrayForEach(item, cJSON_GetObjectItem(answer, "changed"))
+		{
 			const char *hex = cJSON_GetStringValue(item);
 			size_t bytes = hex ? strlen(hex) / 2 : 0;
 			char *path = xmalloc(bytes + 1);
@@ -378,7 +383,8 @@ static char **pick_changed(const cJSON *answer, struct path_list *list, size_t *
 	char **picked = xcalloc((size_t)cJSON_GetArraySize(changed) + 1, sizeof *picked);
 	*count = 0;
 	const cJSON *item;
-	cJSON_ArrayForEach(item, changed) {
+	cJSON_ArrayForEach(item, changed)
+	{
 		const char *hex = cJSON_GetStringValue(item);
 		size_t bytes = hex ? strlen(hex) / 2 : 0;
 		char *path = xmalloc(bytes + 1);
@@ -401,7 +407,8 @@ static int run_push(struct ctl *ctl, const char *local, const char *dest)
 		collect_walk(local, "", &list);
 	size_t length;
 	char *manifest = build_manifest(local, &list, &length);
-	fprintf(stderr, "boxctl sync: %zu files hashed (%s)", list.count, git ? "git" : "tree walk");
+	fprintf(stderr, "boxctl sync: %zu files hashed (%s)", list.count,
+		git ? "git" : "tree walk");
 	cJSON *answer = post_diff(ctl, dest, manifest, length);
 	free(manifest);
 	if (!answer) {
@@ -425,7 +432,8 @@ static int run_push(struct ctl *ctl, const char *local, const char *dest)
 		status = result ? CTL_OK : CTL_API_ERROR;
 	}
 	if (status == CTL_OK && !ctl_print_json(ctl, result ? result : answer))
-		fprintf(stderr, "... done in %.1f s\n", (double)(clock_monotonic_ms() - started) / 1000);
+		fprintf(stderr, "... done in %.1f s\n",
+			(double)(clock_monotonic_ms() - started) / 1000);
 	if (!all) {
 		for (size_t i = 0; i < count; i++)
 			free(paths[i]);
@@ -447,8 +455,9 @@ static int run_sync(struct ctl *ctl, int argc, char **argv)
 }
 
 const struct ctl_command ctl_sync_commands[] = {
-	{"sync", "  sync diff DEST < MANIFEST   which manifest entries differ in the box\n"
-		 "  sync push LOCALDIR DEST     send what differs (git-aware) to WORK/DEST",
+	{"sync",
+	 "  sync diff DEST < MANIFEST   which manifest entries differ in the box\n"
+	 "  sync push LOCALDIR DEST     send what differs (git-aware) to WORK/DEST",
 	 run_sync},
 	{0},
 };

@@ -23,9 +23,9 @@ struct client *ctl_client(struct ctl *ctl)
 	return ctl->client;
 }
 
-int ctl_call_raw(struct ctl *ctl, const char *method, const char *path,
-		 const char *content_type, const void *body, size_t body_length,
-		 const char *extra_headers, struct client_response *response)
+int ctl_call_raw(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		 const void *body, size_t body_length, const char *extra_headers,
+		 struct client_response *response)
 {
 	struct client *client = ctl_client(ctl);
 	if (!client)
@@ -64,14 +64,14 @@ int ctl_call(struct ctl *ctl, const char *method, const char *path, const cJSON 
 	return status;
 }
 
-int ctl_call_body(struct ctl *ctl, const char *method, const char *path,
-		  const char *content_type, const void *body, size_t body_length, cJSON **answer)
+int ctl_call_body(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		  const void *body, size_t body_length, cJSON **answer)
 {
 	if (answer)
 		*answer = NULL;
 	struct client_response response;
-	int status = ctl_call_raw(ctl, method, path, content_type, body, body_length, NULL,
-				  &response);
+	int status =
+		ctl_call_raw(ctl, method, path, content_type, body, body_length, NULL, &response);
 	if (status != CTL_OK)
 		return status;
 	if (response.status < 200 || response.status > 299) {
@@ -120,8 +120,8 @@ char *ctl_url_encode(const char *text)
 	static const char hex[] = "0123456789ABCDEF";
 	char *out = xmalloc(strlen(text) * 3 + 1), *p = out;
 	for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		    strchr("-_.~/", *c)) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("-_.~/", *c)) {
 			*p++ = (char)*c;
 		} else {
 			*p++ = '%';

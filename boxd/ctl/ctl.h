@@ -18,13 +18,13 @@ enum ctl_exit { CTL_OK = 0, CTL_API_ERROR = 1, CTL_USAGE = 2 };
 
 struct ctl {
 	const char *socket_path;
-	bool json;           /* --json: print the API's JSON as it is */
+	bool json;             /* --json: print the API's JSON as it is */
 	struct client *client; /* connected on first use */
 };
 
 struct ctl_command {
-	const char *name;    /* "health", "procs", ... */
-	const char *usage;   /* one or more lines, shown by `boxctl --help` */
+	const char *name;  /* "health", "procs", ... */
+	const char *usage; /* one or more lines, shown by `boxctl --help` */
 	int (*run)(struct ctl *ctl, int argc, char **argv); /* argv[0] is the name */
 };
 
@@ -35,12 +35,12 @@ struct ctl_command {
 int ctl_call(struct ctl *ctl, const char *method, const char *path, const cJSON *body,
 	     cJSON **answer);
 /* As ctl_call with a body of another type (text/plain, ...). */
-int ctl_call_body(struct ctl *ctl, const char *method, const char *path,
-		  const char *content_type, const void *body, size_t body_length, cJSON **answer);
+int ctl_call_body(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		  const void *body, size_t body_length, cJSON **answer);
 /* As ctl_call but the raw response, for non-JSON answers (logs, images). */
-int ctl_call_raw(struct ctl *ctl, const char *method, const char *path,
-		 const char *content_type, const void *body, size_t body_length,
-		 const char *extra_headers, struct client_response *response);
+int ctl_call_raw(struct ctl *ctl, const char *method, const char *path, const char *content_type,
+		 const void *body, size_t body_length, const char *extra_headers,
+		 struct client_response *response);
 /* The connected client (connecting on first use), or NULL after printing why. */
 struct client *ctl_client(struct ctl *ctl);
 /* Prints `json` pretty when --json was given and returns true; else false. */

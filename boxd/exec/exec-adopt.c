@@ -39,8 +39,10 @@ void exec_disk_init(const char *work_dir)
 	free(sbx);
 	disk_dir = xasprintf("%s/.sbx/procs", work_dir);
 	if (mkdir(disk_dir, 0700) != 0 && errno != EEXIST)
-		log_msg(LOG_LEVEL_WARNING, "cannot create %s (%s): background commands will not be "
-			"listed after a reboot", disk_dir, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot create %s (%s): background commands will not be "
+			"listed after a reboot",
+			disk_dir, strerror(errno));
 }
 
 void exec_disk_keep_start(const struct exec_job *job)
@@ -80,7 +82,8 @@ void exec_disk_forget(const char *id)
  * box went down (a reboot, a power cut) after it started. */
 static void adopt_from_disk(const char *id)
 {
-	char *meta_path = disk_path(id, SHIM_STATE_META), *exit_path = disk_path(id, SHIM_STATE_EXIT);
+	char *meta_path = disk_path(id, SHIM_STATE_META),
+	     *exit_path = disk_path(id, SHIM_STATE_EXIT);
 	struct shim_meta meta;
 	if (!shim_meta_read(&meta, meta_path) || strcmp(meta.id, id) != 0) {
 		unlink(meta_path);
@@ -96,13 +99,18 @@ static void adopt_from_disk(const char *id)
 		 * best clock for when that was. */
 		struct stat info;
 		int64_t last_output = job->meta.log_path && stat(job->meta.log_path, &info) == 0
-					      ? (int64_t)info.st_mtime * 1000 : job->meta.started_at;
+					      ? (int64_t)info.st_mtime * 1000
+					      : job->meta.started_at;
 		job->exit = (struct exit_record){
-			.exit_code = EXIT_RECORD_UNKNOWN, .cpu_ms = EXIT_RECORD_UNKNOWN,
-			.peak_memory_bytes = EXIT_RECORD_UNKNOWN, .oom_kills = EXIT_RECORD_UNKNOWN,
-			.ended_at = last_output, .duration_ms = last_output - job->meta.started_at,
-			.message = xstrdup("lost: the box restarted (a reboot or a power cut) while this "
-					   "command ran; what it wrote until then is in its log"),
+			.exit_code = EXIT_RECORD_UNKNOWN,
+			.cpu_ms = EXIT_RECORD_UNKNOWN,
+			.peak_memory_bytes = EXIT_RECORD_UNKNOWN,
+			.oom_kills = EXIT_RECORD_UNKNOWN,
+			.ended_at = last_output,
+			.duration_ms = last_output - job->meta.started_at,
+			.message = xstrdup(
+				"lost: the box restarted (a reboot or a power cut) while this "
+				"command ran; what it wrote until then is in its log"),
 		};
 	}
 	free(meta_path);
@@ -120,7 +128,8 @@ static void adopt_disk(void)
 	while ((entry = readdir(listing))) {
 		char id[64];
 		size_t length = strlen(entry->d_name);
-		if (length < 6 || length - 5 >= sizeof id || strcmp(entry->d_name + length - 5, ".meta") != 0)
+		if (length < 6 || length - 5 >= sizeof id ||
+		    strcmp(entry->d_name + length - 5, ".meta") != 0)
 			continue;
 		memcpy(id, entry->d_name, length - 5);
 		id[length - 5] = '\0';
@@ -131,7 +140,8 @@ static void adopt_disk(void)
 	}
 	closedir(listing);
 	if (found)
-		log_msg(LOG_LEVEL_INFO, "found %d background commands from before the box restarted", found);
+		log_msg(LOG_LEVEL_INFO,
+			"found %d background commands from before the box restarted", found);
 }
 
 static void adopt_one(const char *id)

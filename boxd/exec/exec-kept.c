@@ -81,14 +81,13 @@ static uint64_t captured_bytes(const struct exec_job *job)
  * cannot hold 1 GiB. */
 static uint64_t kept_bytes_of(const struct exec_job *job)
 {
-	uint64_t text = (job->meta.cmd ? strlen(job->meta.cmd) : 0) +
-			(job->note ? strlen(job->note) : 0);
+	uint64_t text =
+		(job->meta.cmd ? strlen(job->meta.cmd) : 0) + (job->note ? strlen(job->note) : 0);
 	return captured_bytes(job) + text;
 }
 
 /* Over the bounds (exec.h) with `oldest` the oldest ended job of `queue`. */
-static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest,
-			int64_t now)
+static bool over_bounds(const struct ended_queue *queue, const struct exec_job *oldest, int64_t now)
 {
 	if (queue == &ended_background)
 		return queue->count > EXEC_KEEP_ENDED_BACKGROUND ||

@@ -69,10 +69,10 @@ static struct event *refill;
 static int64_t refill_due_ms;
 
 static struct spare {
-	int channel;      /* our end of its stdin socketpair; -1: an empty slot */
-	int seed;         /* the socket to its seed (shim-protocol.h) */
-	char hex[17];     /* it is prepared for "c_" and this */
-	bool claimed;     /* a request holds its id */
+	int channel;        /* our end of its stdin socketpair; -1: an empty slot */
+	int seed;           /* the socket to its seed (shim-protocol.h) */
+	char hex[17];       /* it is prepared for "c_" and this */
+	bool claimed;       /* a request holds its id */
 	struct event *gone; /* the channel is readable only when the spare ends */
 	int64_t born_ms;
 } spares[SPARES];
@@ -151,7 +151,7 @@ static pid_t spawn_quiet(int input, const char *mode)
 #define MAKER_RETRY_MS 5000
 
 static struct {
-	int control;  /* our end of its stdin; -1: none */
+	int control; /* our end of its stdin; -1: none */
 	pid_t pid;
 	int64_t ended_ms;
 } maker = {.control = -1};
@@ -180,8 +180,10 @@ static void on_maker_exit(int status, void *arg)
 	unprotect_process(pid);
 	if (pid != maker.pid)
 		return; /* let go before */
-	log_msg(LOG_LEVEL_WARNING, "the spare maker (boxd-shim --spares, pid %d) ended (status "
-		"%d): spares start as programs of their own for now", (int)pid, status);
+	log_msg(LOG_LEVEL_WARNING,
+		"the spare maker (boxd-shim --spares, pid %d) ended (status "
+		"%d): spares start as programs of their own for now",
+		(int)pid, status);
 	maker_lost();
 }
 
@@ -321,7 +323,8 @@ static bool spare_start(struct spare *spare)
 	snprintf(id, sizeof id, "c_%s", spare->hex);
 	spare->channel = spawn_shim(id, &spare->seed);
 	if (spare->channel < 0) {
-		log_msg(LOG_LEVEL_WARNING, "cannot start a spare %s: %s", shim_program, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING, "cannot start a spare %s: %s", shim_program,
+			strerror(errno));
 		return false;
 	}
 	spare->claimed = false;
@@ -464,7 +467,8 @@ int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size)
 	bool given = hand_over(channel, seed, id, id, spec_fd);
 	close(seed);
 	if (!given) {
-		text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
+		text_fail(error, error_size, "cannot pass the command to its shim: %s",
+			  strerror(errno));
 		close(channel);
 		return -1;
 	}
@@ -491,7 +495,8 @@ void exec_spawn_stop(void)
 		struct pollfd gone = {.fd = spare->channel, .events = POLLIN};
 		char scratch[64];
 		int64_t left;
-		while ((left = deadline - clock_monotonic_ms()) > 0 && poll(&gone, 1, (int)left) == 1 &&
+		while ((left = deadline - clock_monotonic_ms()) > 0 &&
+		       poll(&gone, 1, (int)left) == 1 &&
 		       recv(spare->channel, scratch, sizeof scratch, MSG_DONTWAIT) > 0)
 			;
 		close(spare->channel);

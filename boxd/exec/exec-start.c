@@ -36,7 +36,7 @@
 struct exec_start {
 	struct exec_request *request;
 	char *id;
-	int channel;        /* the shim's, until it answers */
+	int channel; /* the shim's, until it answers */
 	struct event *answer_event;
 	exec_started_fn started;
 	void *arg;
@@ -74,8 +74,8 @@ bool exec_request_user(struct exec_request *r, const char *given, char *error, s
 		given = init_user() ? init_user() : config->user ? config->user : "root";
 	const struct user_entry *entry = users_find(given);
 	if (!entry)
-		return text_fail(error, size, "unknown user %s: give a name from /etc/passwd or a uid",
-				 given);
+		return text_fail(error, size,
+				 "unknown user %s: give a name from /etc/passwd or a uid", given);
 	r->user = xstrdup(entry->name);
 	r->uid = entry->uid;
 	r->gid = entry->gid;
@@ -87,19 +87,22 @@ bool exec_request_user(struct exec_request *r, const char *given, char *error, s
 	return true;
 }
 
-bool exec_request_cwd(struct exec_request *r, const char *given, enum failure *failure,
-		      char *error, size_t size)
+bool exec_request_cwd(struct exec_request *r, const char *given, enum failure *failure, char *error,
+		      size_t size)
 {
 	/* The init's working dir, when the control plane set one. */
 	const char *work = init_work_dir() ? init_work_dir() : exec_settings()->work_dir;
-	r->cwd = !given ? xstrdup(work) : given[0] == '/' ? xstrdup(given)
-							  : xasprintf("%s/%s", work, given);
+	r->cwd = !given            ? xstrdup(work)
+		 : given[0] == '/' ? xstrdup(given)
+				   : xasprintf("%s/%s", work, given);
 	struct stat info;
 	*failure = FAILURE_BAD_REQUEST;
 	if (stat(r->cwd, &info) != 0) {
 		*failure = FAILURE_CWD_NOT_FOUND;
-		return text_fail(error, size, "cwd %s does not exist: create it first or pick another "
-				 "directory", r->cwd);
+		return text_fail(error, size,
+				 "cwd %s does not exist: create it first or pick another "
+				 "directory",
+				 r->cwd);
 	}
 	if (!S_ISDIR(info.st_mode))
 		return text_fail(error, size, "cwd %s is not a directory", r->cwd);
@@ -164,7 +167,8 @@ void exec_prepare_spec(struct shim_spec *spec, const char *id)
 		.id = xstrdup(id),
 		.state_dir = exec_state_path(id, NULL),
 		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
-		.log_cap_bytes = EXEC_LOG_CAP_BYTES, .pids_max = EXEC_PIDS_MAX,
+		.log_cap_bytes = EXEC_LOG_CAP_BYTES,
+		.pids_max = EXEC_PIDS_MAX,
 		.cgroup_base = cgroups->base ? xstrdup(cgroups->base) : NULL,
 		.shim_cgroup = cgroups->shims ? xstrdup(cgroups->shims) : NULL,
 		.pids_base = cgroups->pids ? xstrdup(cgroups->pids) : NULL,
@@ -313,12 +317,14 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 {
 	int spec_fd = spec_memfd(spec);
 	if (spec_fd < 0)
-		return text_fail(error, error_size, "cannot pass the command to its shim: %s", strerror(errno));
+		return text_fail(error, error_size, "cannot pass the command to its shim: %s",
+				 strerror(errno));
 	start->channel = exec_spawn(start->id, spec_fd, error, error_size);
 	close(spec_fd);
 	if (start->channel < 0)
 		return false;
-	start->answer_event = event_new(exec_loop(), start->channel, EV_READ | EV_PERSIST, on_answer, start);
+	start->answer_event =
+		event_new(exec_loop(), start->channel, EV_READ | EV_PERSIST, on_answer, start);
 	event_add(start->answer_event, NULL);
 	return true;
 }
@@ -343,4 +349,3 @@ void exec_start(struct exec_request *request, exec_started_fn started, void *arg
 		start_finish(start, NULL, "internal", error);
 	}
 }
-

@@ -50,8 +50,8 @@ static void stream_ended(struct exec_stream *stream, const char *record, size_t 
 	exec_job_exit_notice(stream->job, record, length);
 	/* The shim's last count may not have reached boxd (its socket was full
 	 * when the command ended): the log's total settles it. */
-	long long unaccounted = (long long)stream->job->exit.log_bytes - (long long)stream->received -
-				(long long)stream->lost;
+	long long unaccounted = (long long)stream->job->exit.log_bytes -
+				(long long)stream->received - (long long)stream->lost;
 	if (unaccounted > 0)
 		stream_lost(stream, (unsigned long long)unaccounted);
 	stream->callbacks->ended(stream->arg);

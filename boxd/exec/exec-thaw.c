@@ -78,10 +78,13 @@ static void thaw_one(const char *dir)
 	if (fd >= 0)
 		close(fd);
 	if (ok)
-		log_msg(LOG_LEVEL_WARNING, "%s was frozen (by a command?): thawed, so the shims keep "
-			"their timeouts and start commands", dir);
+		log_msg(LOG_LEVEL_WARNING,
+			"%s was frozen (by a command?): thawed, so the shims keep "
+			"their timeouts and start commands",
+			dir);
 	else
-		log_msg(LOG_LEVEL_ERROR, "%s is frozen and cannot be thawed: %s", dir, strerror(error));
+		log_msg(LOG_LEVEL_ERROR, "%s is frozen and cannot be thawed: %s", dir,
+			strerror(error));
 }
 
 /* The shims' cgroup and each ancestor up to the commands' cgroup: every one
@@ -138,7 +141,8 @@ void exec_thaw_init(struct event_base *base, const char *shims, const char *top)
 		return;
 	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (watch_fd < 0) {
-		log_msg(LOG_LEVEL_WARNING, "cannot watch %s for a freeze: %s", shims, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING, "cannot watch %s for a freeze: %s", shims,
+			strerror(errno));
 		return;
 	}
 	shims_dir = xstrdup(shims);

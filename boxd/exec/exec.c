@@ -43,7 +43,6 @@ static char *shim_program;
 static struct event_base *loop;
 static const struct boxd_config *settings;
 
-
 /* ---- the job list ---- */
 
 struct exec_job *exec_job_add(const char *id)
@@ -90,7 +89,8 @@ int exec_running_background(void)
 char *exec_state_path(const char *id, const char *name)
 {
 	const char *run = settings->run_dir;
-	return name ? xasprintf("%s/procs/%s/%s", run, id, name) : xasprintf("%s/procs/%s", run, id);
+	return name ? xasprintf("%s/procs/%s/%s", run, id, name)
+		    : xasprintf("%s/procs/%s", run, id);
 }
 
 struct event_base *exec_loop(void)
@@ -114,9 +114,15 @@ void exec_remove_state_dir(const char *id)
 	/* Every file a shim writes there, and the NAME.tmp each is written
 	 * under first (fields_write_file renames it into place). */
 	static const char *const names[] = {
-		SHIM_STATE_META, SHIM_STATE_EXIT, SHIM_STATE_STDOUT, SHIM_STATE_STDERR, SHIM_STATE_SOCKET,
-		SHIM_STATE_TEMPORARY(SHIM_STATE_META), SHIM_STATE_TEMPORARY(SHIM_STATE_EXIT),
-		SHIM_STATE_TEMPORARY(SHIM_STATE_STDOUT), SHIM_STATE_TEMPORARY(SHIM_STATE_STDERR),
+		SHIM_STATE_META,
+		SHIM_STATE_EXIT,
+		SHIM_STATE_STDOUT,
+		SHIM_STATE_STDERR,
+		SHIM_STATE_SOCKET,
+		SHIM_STATE_TEMPORARY(SHIM_STATE_META),
+		SHIM_STATE_TEMPORARY(SHIM_STATE_EXIT),
+		SHIM_STATE_TEMPORARY(SHIM_STATE_STDOUT),
+		SHIM_STATE_TEMPORARY(SHIM_STATE_STDERR),
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *path = exec_state_path(id, names[i]);
@@ -259,8 +265,7 @@ void exec_job_finish(struct exec_job *job)
 	steps_add(job->meta.background ? "bg" : "exec", "%s (in %s): %s %d%s%s%s after %.1f s%s",
 		  what, job->meta.cwd ? job->meta.cwd : "?",
 		  job->exit.timed_out ? "timed out, exit" : "exit", job->exit.exit_code,
-		  sig ? " " : "", sig ? sig : "",
-		  job->exit.oom_kills > 0 ? " (out of memory)" : "",
+		  sig ? " " : "", sig ? sig : "", job->exit.oom_kills > 0 ? " (out of memory)" : "",
 		  (double)job->exit.duration_ms / 1000.0,
 		  job->exit.log_error ? " (log incomplete)" : "");
 	free(what);
@@ -325,16 +330,20 @@ void exec_job_lost(struct exec_job *job)
 	bool run_dir_full = statvfs(settings->run_dir, &space) == 0 && space.f_bavail == 0;
 	exit_record_free(&job->exit);
 	job->exit = (struct exit_record){
-		.exit_code = 128 + SIGKILL, .signal = SIGKILL,
-		.cpu_ms = cgroup_job_cpu_ms(&tree), .peak_memory_bytes = cgroup_job_peak_memory(&tree),
+		.exit_code = 128 + SIGKILL,
+		.signal = SIGKILL,
+		.cpu_ms = cgroup_job_cpu_ms(&tree),
+		.peak_memory_bytes = cgroup_job_peak_memory(&tree),
 		.oom_kills = cgroup_job_oom_kills(&tree),
 		.ended_at = clock_now_ms(),
 		.duration_ms = clock_now_ms() - job->meta.started_at,
-		.message = xstrdup(run_dir_full
-			? "the command's exit could not be recorded: the run dir is full; its processes "
-			  "were stopped and its output may be incomplete"
-			: "the shim supervising this command died (killed from outside boxd); its "
-			  "processes were stopped and its output may be incomplete"),
+		.message = xstrdup(
+			run_dir_full ? "the command's exit could not be recorded: the run dir is "
+				       "full; its processes "
+				       "were stopped and its output may be incomplete"
+				     : "the shim supervising this command died (killed from "
+				       "outside boxd); its "
+				       "processes were stopped and its output may be incomplete"),
 	};
 	/* Best effort: the end is kept in memory whether or not this lands. */
 	char *path = exec_state_path(job->id, SHIM_STATE_EXIT);
@@ -431,7 +440,6 @@ bool exec_stop(struct exec_job *job, int signal, int64_t grace_ms)
 
 /* ---- start of boxd ---- */
 
-
 const char *exec_commands_cgroup(void)
 {
 	return cgroup_base;
@@ -444,7 +452,8 @@ static void prepare_cgroups(void)
 		return;
 	struct cgroup_host host;
 	if (!cgroup_discover(&host)) {
-		log_msg(LOG_LEVEL_WARNING, "no cgroup hierarchy found: commands get their own process "
+		log_msg(LOG_LEVEL_WARNING,
+			"no cgroup hierarchy found: commands get their own process "
 			"group, and a daemon that leaves it escapes timeouts");
 		return;
 	}
@@ -510,8 +519,8 @@ void exec_shutdown(void)
 	exec_spawn_stop();
 	/* Empty ones only: running commands keep their cgroups. The commands'
 	 * cgroup of a unit (commands-cgroup) is systemd's to remove. */
-	const char *dirs[] = {shim_cgroup, settings && settings->commands_cgroup ? NULL : cgroup_base,
-			      pids_base};
+	const char *dirs[] = {
+		shim_cgroup, settings && settings->commands_cgroup ? NULL : cgroup_base, pids_base};
 	for (size_t i = 0; i < 3; i++)
 		if (dirs[i])
 			rmdir(dirs[i]);

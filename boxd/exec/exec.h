@@ -43,24 +43,24 @@ enum exec_state { EXEC_RUNNING, EXEC_ENDED };
 /* A validated request (api-exec.c fills it). */
 struct exec_request {
 	char *cmd;
-	char *cwd;          /* absolute, an existing directory */
-	char *user;         /* as given, for the record */
+	char *cwd;  /* absolute, an existing directory */
+	char *user; /* as given, for the record */
 	uid_t uid;
 	gid_t gid;
 	gid_t *groups;
 	size_t group_count;
 	char *home;
-	char **env;         /* the request's own "NAME=value" entries */
+	char **env; /* the request's own "NAME=value" entries */
 	size_t env_count;
-	char *stdin_data;   /* NULL: /dev/null */
+	char *stdin_data; /* NULL: /dev/null */
 	size_t stdin_length;
 	int64_t timeout_ms;
 	size_t max_output_bytes;
 	uint64_t memory_max_bytes; /* memory.max of the command's cgroup; 0: none */
 	bool background;
-	bool streaming;     /* hold output until the stream subscribes */
+	bool streaming; /* hold output until the stream subscribes */
 	char *note;
-	char *id;           /* NULL: exec_start picks one (see exec_new_id) */
+	char *id; /* NULL: exec_start picks one (see exec_new_id) */
 };
 void exec_request_free(struct exec_request *request);
 /* Who the command runs as: `given` a name or a uid (NULL: the init's user,
@@ -79,18 +79,18 @@ bool exec_request_cwd(struct exec_request *request, const char *given, enum fail
 char *exec_new_id(bool background);
 
 struct exec_job {
-	char *id;           /* "c_..." foreground, "b_..." background */
+	char *id; /* "c_..." foreground, "b_..." background */
 	char *note;
 	struct shim_meta meta;
 	enum exec_state state;
 	struct exit_record exit;
 	int64_t ended_monotonic;
 	uint64_t kept_bytes; /* its captured output in the run dir, once ended */
-	int monitor_fd;     /* our connection to the shim; -1 once it is gone */
+	int monitor_fd;      /* our connection to the shim; -1 once it is gone */
 	struct event *monitor_event;
 	struct exec_watch *watches;
-	bool adopted;       /* being adopted at start: its end is not news */
-	int busy;           /* holds (exec_hold): not forgotten while > 0 */
+	bool adopted;                             /* being adopted at start: its end is not news */
+	int busy;                                 /* holds (exec_hold): not forgotten while > 0 */
 	struct exec_job *next, *prev;             /* every job, oldest first */
 	struct exec_job *ended_next, *ended_prev; /* ended ones, in ending order */
 };
@@ -105,7 +105,6 @@ void exec_shutdown(void);
 /* The cgroup v2 dir the commands' cgroups are made in (and the shims'),
  * NULL without one. Valid from exec_init to exec_shutdown. */
 const char *exec_commands_cgroup(void);
-
 
 /* Starts a command; `started` runs once, later, with the job or with an
  * error code and sentence. Takes ownership of `request`. */

@@ -110,8 +110,10 @@ static bool lookup(const char *given, struct user_entry *entry)
 	struct passwd *pw = numeric ? getpwuid((uid_t)uid) : getpwnam(given);
 	if (!pw && numeric) {
 		/* A uid without an entry: that uid, the same gid, no groups. */
-		*entry = (struct user_entry){.name = xstrdup(given), .uid = (uid_t)uid,
-					     .gid = (gid_t)uid, .home = xstrdup("/")};
+		*entry = (struct user_entry){.name = xstrdup(given),
+					     .uid = (uid_t)uid,
+					     .gid = (gid_t)uid,
+					     .home = xstrdup("/")};
 		return true;
 	}
 	if (!pw)

@@ -41,7 +41,8 @@ static const char *reason_of(int status)
 	case 503: return "Service Unavailable";
 	case 505: return "HTTP Version Not Supported";
 	case 507: return "Insufficient Storage";
-	default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+	default:
+		return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
 	}
 }
 
@@ -60,7 +61,8 @@ static const char *date_line(void)
 	return line;
 }
 
-static void write_status(struct evbuffer *out, struct http_conn *conn, int status, const char *headers)
+static void write_status(struct evbuffer *out, struct http_conn *conn, int status,
+			 const char *headers)
 {
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s", status, reason_of(status), date_line(),
 			    headers ? headers : "");
@@ -120,8 +122,8 @@ void conn_send_now(struct http_conn *conn)
 		evbuffer_write(out, conn->fd);
 }
 
-void http_conn_respond(struct http_conn *conn, int status, const char *headers,
-		       const void *body, size_t length)
+void http_conn_respond(struct http_conn *conn, int status, const char *headers, const void *body,
+		       size_t length)
 {
 	decide_close(conn);
 	if (length >= HEAVY_BYTES)

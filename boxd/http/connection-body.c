@@ -183,7 +183,8 @@ enum pump conn_body_pump(struct http_conn *conn)
 			continue;
 		}
 		size_t used;
-		enum http_chunked_result step = http_chunked_feed(&conn->chunked, data, length, &used);
+		enum http_chunked_result step =
+			http_chunked_feed(&conn->chunked, data, length, &used);
 		if (step == HTTP_CHUNKED_ERROR)
 			return PUMP_ERROR;
 		if (step != HTTP_CHUNKED_DATA) {
@@ -204,7 +205,8 @@ enum pump conn_body_pump(struct http_conn *conn)
 void conn_send_continue(struct http_conn *conn)
 {
 	if (conn->expect_continue && !conn->continue_sent && !conn->body_done) {
-		evbuffer_add(bufferevent_get_output(conn->bev), "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		evbuffer_add(bufferevent_get_output(conn->bev), "HTTP/1.1 100 Continue\r\n\r\n",
+			     25);
 		conn->continue_sent = true;
 	}
 }

@@ -45,8 +45,8 @@ struct http_conn {
 	struct event *later; /* continues after an answer, outside the caller's stack */
 	int busy;            /* inside one of its callbacks: freeing waits */
 	bool dead;
-	bool head_started;   /* the timer is the head's deadline */
-	bool peer_done;      /* the peer sent EOF (it may still read: half-close) */
+	bool head_started; /* the timer is the head's deadline */
+	bool peer_done;    /* the peer sent EOF (it may still read: half-close) */
 	/* the request */
 	struct api_request *req;
 	bool is_head_method, keep_alive, expect_continue, continue_sent;
@@ -68,9 +68,9 @@ struct http_conn {
 	bool no_splice;    /* the socket cannot splice (vsock): read and write */
 	/* the answer */
 	bool streaming, stream_chunked, close_after;
-	bool lingering;  /* CLOSING: dropping the rest of an unread body */
-	bool discarding; /* ... read through its framing, to its end (DRAIN_*) */
-	bool heavy;      /* the request's body or its answer was HEAVY_BYTES or more */
+	bool lingering;    /* CLOSING: dropping the rest of an unread body */
+	bool discarding;   /* ... read through its framing, to its end (DRAIN_*) */
+	bool heavy;        /* the request's body or its answer was HEAVY_BYTES or more */
 	uint64_t streamed; /* of a streamed answer so far */
 	uint64_t discarded;
 	int64_t drain_deadline_ms;
@@ -102,7 +102,7 @@ void conn_refuse(struct http_conn *conn, int status, const char *message);
 
 /* connection-body.c */
 enum pump {
-	PUMP_MORE,    /* wants more from the socket */
+	PUMP_MORE, /* wants more from the socket */
 	PUMP_DONE,
 	PUMP_BLOCKED, /* the sink fd is full */
 	PUMP_ERROR,   /* malformed chunked framing */

@@ -253,7 +253,8 @@ static void read_head(struct http_conn *conn)
 	struct evbuffer_ptr end = evbuffer_search(input, "\r\n\r\n", 4, NULL);
 	size_t head_length = end.pos >= 0 ? (size_t)end.pos + 4 : 0;
 	if (head_length > HTTP_HEAD_LIMIT || (!head_length && length > HTTP_HEAD_LIMIT)) {
-		conn_refuse(conn, 431, "the request's head (request line and headers) is over 64 KiB");
+		conn_refuse(conn, 431,
+			    "the request's head (request line and headers) is over 64 KiB");
 		return;
 	}
 	if (!head_length) {
@@ -288,9 +289,7 @@ static void conn_process(struct http_conn *conn)
 			return; /* the client reads its answers slowly: wait (on_write) */
 		read_head(conn);
 		break;
-	case READ_BODY:
-		conn_read_body(conn);
-		break;
+	case READ_BODY: conn_read_body(conn); break;
 	case RUNNING:
 		if (conn->sink_done)
 			conn_sink_pump(conn);
@@ -379,7 +378,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	} else if (conn->state == READ_BODY) {
 		conn->close_after = true;
 		char why[96];
-		snprintf(why, sizeof why, "the request's body stopped arriving for %d s", idle_timeout_sec);
+		snprintf(why, sizeof why, "the request's body stopped arriving for %d s",
+			 idle_timeout_sec);
 		router.fail(conn->req, FAILURE_TIMEOUT, why);
 	} else {
 		conn_free(conn); /* idle between requests, or a streamed body stalled */
@@ -396,16 +396,18 @@ static void refuse_at_cap(int fd)
 		 connection_count);
 	char *body = http_error_json("unavailable", message);
 	char answer[512];
-	int length = snprintf(answer, sizeof answer,
-			      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-			      "Content-Length: %zu\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s",
-			      strlen(body), body);
+	int length =
+		snprintf(answer, sizeof answer,
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s",
+			 strlen(body), body);
 	free(body);
 	(void)!send(fd, answer, (size_t)length, MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
 	static time_t logged;
 	if (time(NULL) - logged >= 60) {
-		log_msg(LOG_LEVEL_WARNING, "%zu connections open, the cap: refusing new ones with 503",
+		log_msg(LOG_LEVEL_WARNING,
+			"%zu connections open, the cap: refusing new ones with 503",
 			connection_count);
 		logged = time(NULL);
 	}

@@ -66,8 +66,8 @@ pid_t http_conn_peer_pid(const struct http_conn *conn);
 
 /* A whole answer. `headers` are extra header lines, each ending CRLF
  * (Content-Type among them). For HEAD the body is not sent. */
-void http_conn_respond(struct http_conn *conn, int status, const char *headers,
-		       const void *body, size_t length);
+void http_conn_respond(struct http_conn *conn, int status, const char *headers, const void *body,
+		       size_t length);
 /* A chunked answer: start, write, end. `drained(arg)` runs whenever the
  * socket has taken most of what was written. */
 void http_conn_stream_start(struct http_conn *conn, int status, const char *headers,

@@ -47,5 +47,6 @@ char *http_error_json(const char *code, const char *message)
 	cJSON_AddStringToObject(error, "message", message);
 	char *text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
-	return text ? text : xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+	return text ? text
+		    : xstrdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
 }

@@ -6,8 +6,8 @@
 
 #include "text.h"
 
-#define MAX_CHUNK_DIGITS 15   /* a chunk of at most 2^60 bytes */
-#define MAX_EXTENSION 4096    /* chunk extensions, ignored, per chunk */
+#define MAX_CHUNK_DIGITS 15 /* a chunk of at most 2^60 bytes */
+#define MAX_EXTENSION 4096  /* chunk extensions, ignored, per chunk */
 #define MAX_TRAILERS (16u << 10)
 
 size_t http_head_length(const char *data, size_t length)
@@ -122,7 +122,10 @@ static int apply_headers(struct http_head *head, const char **why)
 				return status;
 		} else if (strcasecmp(name, "Transfer-Encoding") == 0) {
 			if (encoding)
-				return fail(why, "the request has more than one Transfer-Encoding header", 400);
+				return fail(
+					why,
+					"the request has more than one Transfer-Encoding header",
+					400);
 			encoding = value;
 		} else if (strcasecmp(name, "Connection") == 0) {
 			if (list_has(value, "close"))
@@ -130,21 +133,25 @@ static int apply_headers(struct http_head *head, const char **why)
 			else if (list_has(value, "keep-alive") && head->minor_version == 0)
 				head->keep_alive = true;
 		} else if (strcasecmp(name, "Expect") == 0) {
-			head->expect_continue = strcasecmp(value, "100-continue") == 0 &&
-						head->minor_version >= 1;
+			head->expect_continue =
+				strcasecmp(value, "100-continue") == 0 && head->minor_version >= 1;
 		}
 	}
 	if (encoding) {
 		if (length_seen)
-			return fail(why, "a request cannot have both Content-Length and Transfer-Encoding", 400);
+			return fail(
+				why,
+				"a request cannot have both Content-Length and Transfer-Encoding",
+				400);
 		if (strcasecmp(encoding, "chunked") != 0)
 			return fail(why, "the only Transfer-Encoding boxd takes is chunked", 501);
 		if (head->minor_version == 0)
 			return fail(why, "HTTP/1.0 has no Transfer-Encoding", 400);
 		chunked = true;
 	}
-	head->body = chunked ? HTTP_BODY_CHUNKED
-		     : length_seen && head->content_length ? HTTP_BODY_LENGTH : HTTP_BODY_NONE;
+	head->body = chunked                               ? HTTP_BODY_CHUNKED
+		     : length_seen && head->content_length ? HTTP_BODY_LENGTH
+							   : HTTP_BODY_NONE;
 	return 0;
 }
 
@@ -152,7 +159,10 @@ static int apply_headers(struct http_head *head, const char **why)
 static int parse_header_line(char *line, struct http_head *head, const char **why)
 {
 	if (is_space(*line))
-		return fail(why, "a header line cannot start with a space (folded headers are not taken)", 400);
+		return fail(
+			why,
+			"a header line cannot start with a space (folded headers are not taken)",
+			400);
 	char *at = line;
 	while (is_tchar((unsigned char)*at))
 		at++;
@@ -177,7 +187,8 @@ int http_parse_head(const char *data, size_t length, struct http_head *head, con
 {
 	memset(head, 0, sizeof *head);
 	if (length > HTTP_HEAD_LIMIT)
-		return fail(why, "the request's head (request line and headers) is over 64 KiB", 431);
+		return fail(why, "the request's head (request line and headers) is over 64 KiB",
+			    431);
 	if (length < 4 || memcmp(data + length - 4, "\r\n\r\n", 4) != 0)
 		return fail(why, "the request's head is cut short", 400);
 	if (memchr(data, '\0', length))
@@ -192,8 +203,10 @@ int http_parse_head(const char *data, size_t length, struct http_head *head, con
 	for (int index = 0; !status && *line; index++) {
 		char *end = strstr(line, "\r\n");
 		*end = '\0';
-		if (memchr(line, '\r', (size_t)(end - line)) || memchr(line, '\n', (size_t)(end - line)))
-			status = fail(why, "a line of the request's head ends with a bare CR or LF", 400);
+		if (memchr(line, '\r', (size_t)(end - line)) ||
+		    memchr(line, '\n', (size_t)(end - line)))
+			status = fail(why, "a line of the request's head ends with a bare CR or LF",
+				      400);
 		else
 			status = index == 0 ? parse_request_line(line, head, why)
 					    : parse_header_line(line, head, why);
@@ -231,7 +244,7 @@ enum {
 	CHUNK_DATA,
 	CHUNK_DATA_CR,
 	CHUNK_DATA_LF,
-	CHUNK_TRAILER,   /* at the start of a trailer line, or of the final empty line */
+	CHUNK_TRAILER, /* at the start of a trailer line, or of the final empty line */
 	CHUNK_TRAILER_LINE,
 	CHUNK_TRAILER_LF,
 	CHUNK_FINAL_LF,
@@ -281,12 +294,8 @@ static bool frame_byte(struct http_chunked *c, char byte)
 		c->digits = 0;
 		c->state = c->remaining ? CHUNK_DATA : CHUNK_TRAILER;
 		return true;
-	case CHUNK_DATA_CR:
-		c->state = CHUNK_DATA_LF;
-		return byte == '\r';
-	case CHUNK_DATA_LF:
-		c->state = CHUNK_SIZE;
-		return byte == '\n';
+	case CHUNK_DATA_CR: c->state = CHUNK_DATA_LF; return byte == '\r';
+	case CHUNK_DATA_LF: c->state = CHUNK_SIZE; return byte == '\n';
 	case CHUNK_TRAILER:
 		if (++c->trailers > MAX_TRAILERS)
 			return false;
@@ -302,18 +311,14 @@ static bool frame_byte(struct http_chunked *c, char byte)
 		if (byte == '\r')
 			c->state = CHUNK_TRAILER_LF;
 		return byte == '\r' || is_value_char((unsigned char)byte);
-	case CHUNK_TRAILER_LF:
-		c->state = CHUNK_TRAILER;
-		return byte == '\n';
-	case CHUNK_FINAL_LF:
-		c->state = CHUNK_DONE;
-		return byte == '\n';
+	case CHUNK_TRAILER_LF: c->state = CHUNK_TRAILER; return byte == '\n';
+	case CHUNK_FINAL_LF: c->state = CHUNK_DONE; return byte == '\n';
 	}
 	return false;
 }
 
-enum http_chunked_result http_chunked_feed(struct http_chunked *c, const char *data,
-					   size_t length, size_t *used)
+enum http_chunked_result http_chunked_feed(struct http_chunked *c, const char *data, size_t length,
+					   size_t *used)
 {
 	*used = 0;
 	if (c->state == CHUNK_DATA) {

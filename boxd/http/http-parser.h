@@ -26,8 +26,8 @@ struct http_header {
 };
 
 enum http_body_kind {
-	HTTP_BODY_NONE,    /* no Content-Length, no Transfer-Encoding (or length 0) */
-	HTTP_BODY_LENGTH,  /* content_length bytes */
+	HTTP_BODY_NONE,   /* no Content-Length, no Transfer-Encoding (or length 0) */
+	HTTP_BODY_LENGTH, /* content_length bytes */
 	HTTP_BODY_CHUNKED,
 };
 

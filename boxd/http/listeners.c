@@ -25,7 +25,10 @@ struct guard {
 };
 
 static struct guard guards[MAX_GUARDED] = {
-	{.fd = -1}, {.fd = -1}, {.fd = -1}, {.fd = -1},
+	{.fd = -1},
+	{.fd = -1},
+	{.fd = -1},
+	{.fd = -1},
 };
 
 bool listeners_uid_allowed(uid_t peer_uid, uid_t own_uid)
@@ -42,14 +45,15 @@ bool listeners_cid_allowed(unsigned peer_cid, const unsigned *allowed_cids, int 
 	return false;
 }
 
-static bool fill_unix_address(struct sockaddr_un *address, const char *path,
-			      char *error, size_t error_size)
+static bool fill_unix_address(struct sockaddr_un *address, const char *path, char *error,
+			      size_t error_size)
 {
 	memset(address, 0, sizeof *address);
 	address->sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof address->sun_path) {
-		snprintf(error, error_size, "socket path %s is longer than %zu bytes; pick a shorter --socket",
-			 path, sizeof address->sun_path - 1);
+		snprintf(error, error_size,
+			 "socket path %s is longer than %zu bytes; pick a shorter --socket", path,
+			 sizeof address->sun_path - 1);
 		return false;
 	}
 	strcpy(address->sun_path, path);
@@ -64,7 +68,8 @@ static bool clear_stale_socket(const struct sockaddr_un *address, char *error, s
 	if (lstat(address->sun_path, &info) != 0)
 		return true;
 	if (!S_ISSOCK(info.st_mode)) {
-		snprintf(error, error_size, "%s exists and is not a socket; move it away or pick another --socket",
+		snprintf(error, error_size,
+			 "%s exists and is not a socket; move it away or pick another --socket",
 			 address->sun_path);
 		return false;
 	}
@@ -82,7 +87,8 @@ static bool clear_stale_socket(const struct sockaddr_un *address, char *error, s
 			usleep(100000);
 	}
 	if (answered)
-		return text_fail(error, error_size, "another boxd is already serving on %s", address->sun_path);
+		return text_fail(error, error_size, "another boxd is already serving on %s",
+				 address->sun_path);
 	unlink(address->sun_path);
 	return true;
 }
@@ -136,7 +142,8 @@ int listeners_open_vsock(unsigned port, char *error, size_t error_size)
 		.svm_port = port,
 	};
 	if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, 1024) != 0) {
-		snprintf(error, error_size, "cannot listen on vsock port %u (%s); serving on the unix socket only",
+		snprintf(error, error_size,
+			 "cannot listen on vsock port %u (%s); serving on the unix socket only",
 			 port, strerror(errno));
 		close(fd);
 		return -1;
@@ -157,7 +164,9 @@ static struct guard *guard_add(int fd, enum guard_kind kind)
 {
 	struct guard *guard = guard_slot(-1);
 	if (!guard) {
-		log_msg(LOG_LEVEL_ERROR, "more than %d listeners guarded; refusing to serve an unchecked one", MAX_GUARDED);
+		log_msg(LOG_LEVEL_ERROR,
+			"more than %d listeners guarded; refusing to serve an unchecked one",
+			MAX_GUARDED);
 		return NULL;
 	}
 	guard->fd = fd;
@@ -199,14 +208,19 @@ static bool peer_allowed(const struct guard *guard, int connection,
 			return false;
 		if (listeners_uid_allowed(credentials.uid, geteuid()))
 			return true;
-		log_msg(LOG_LEVEL_WARNING, "refused a unix socket peer with uid %u (pid %d): only root or boxd's own uid may connect",
+		log_msg(LOG_LEVEL_WARNING,
+			"refused a unix socket peer with uid %u (pid %d): only root or boxd's own "
+			"uid may connect",
 			(unsigned)credentials.uid, (int)credentials.pid);
 		return false;
 	}
 	const struct sockaddr_vm *vm = (const struct sockaddr_vm *)peer;
-	if (vm->svm_family == AF_VSOCK && listeners_cid_allowed(vm->svm_cid, guard->cids, guard->cid_count))
+	if (vm->svm_family == AF_VSOCK &&
+	    listeners_cid_allowed(vm->svm_cid, guard->cids, guard->cid_count))
 		return true;
-	log_msg(LOG_LEVEL_WARNING, "refused a vsock peer with CID %u: only the host (CID 2) and --vsock-allow-cid may connect",
+	log_msg(LOG_LEVEL_WARNING,
+		"refused a vsock peer with CID %u: only the host (CID 2) and --vsock-allow-cid may "
+		"connect",
 		vm->svm_family == AF_VSOCK ? vm->svm_cid : 0);
 	return false;
 }

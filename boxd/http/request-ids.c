@@ -49,16 +49,20 @@ static bool store_write(const struct request_id_entry *entry, const void *body, 
 	bool ok = fd >= 0;
 	if (ok) {
 		int64_t finished_at =
-			entry->done ? clock_now_ms() - (clock_monotonic_ms() - entry->finished_ms) : 0;
+			entry->done ? clock_now_ms() - (clock_monotonic_ms() - entry->finished_ms)
+				    : 0;
 		ok = dprintf(fd, "%s\n%s\n%s\n%d\n%lld\n%lld\n%s\n%s\n", STORE_MAGIC, entry->target,
 			     state_name(entry), entry->status, (long long)entry->started_at,
-			     (long long)finished_at, entry->content_type ? entry->content_type : "-",
+			     (long long)finished_at,
+			     entry->content_type ? entry->content_type : "-",
 			     entry->resource ? entry->resource : "-") > 0 &&
 		     (!length || io_write_all(fd, body, length));
 		ok = io_replace_commit(fd, path, ok, 0);
 	}
 	if (!ok)
-		log_msg(LOG_LEVEL_WARNING, "cannot keep X-Request-Id %s in %s (%s): a repeat after a restart of boxd would not find it",
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot keep X-Request-Id %s in %s (%s): a repeat after a restart of boxd "
+			"would not find it",
 			entry->id, store_dir, strerror(errno));
 	free(path);
 	return ok;
@@ -80,7 +84,8 @@ bool request_ids_valid(const char *id)
 	size_t length = strlen(id);
 	if (length < 1 || length > 64)
 		return false;
-	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") == length;
+	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
+	       length;
 }
 
 struct request_id_entry *request_ids_find(const char *id)
@@ -130,7 +135,8 @@ static bool may_forget(const struct request_id_entry *entry, int64_t now_ms)
 		return false;
 	if (entry_count > REQUEST_IDS_HARD_LIMIT)
 		return true;
-	return entry_count > REQUEST_IDS_KEEP_COUNT && now_ms - entry->finished_ms >= REQUEST_IDS_KEEP_MS;
+	return entry_count > REQUEST_IDS_KEEP_COUNT &&
+	       now_ms - entry->finished_ms >= REQUEST_IDS_KEEP_MS;
 }
 
 static void forget_old(int64_t now_ms)
@@ -322,7 +328,8 @@ static struct request_id_entry *load_entry(const char *id, int64_t now_ms)
 			entry->resource = xstrdup(lines[7]);
 		off_t header = ftello(file);
 		entry->body_length = entry->done && !entry->body_dropped && info.st_size > header
-					     ? (size_t)(info.st_size - header) : 0;
+					     ? (size_t)(info.st_size - header)
+					     : 0;
 	}
 	for (int i = 0; i < count; i++)
 		free(lines[i]);
@@ -344,14 +351,16 @@ static int by_start(const void *a, const void *b)
 bool request_ids_open(const char *dir, int64_t now_ms)
 {
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-		log_msg(LOG_LEVEL_WARNING, "cannot make %s (%s): X-Request-Id memory will not survive a restart",
-			dir, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot make %s (%s): X-Request-Id memory will not survive a restart", dir,
+			strerror(errno));
 		return false;
 	}
 	DIR *directory = opendir(dir);
 	if (!directory) {
-		log_msg(LOG_LEVEL_WARNING, "cannot read %s (%s): X-Request-Id memory will not survive a restart",
-			dir, strerror(errno));
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot read %s (%s): X-Request-Id memory will not survive a restart", dir,
+			strerror(errno));
 		return false;
 	}
 	free(store_dir);
@@ -367,8 +376,8 @@ bool request_ids_open(const char *dir, int64_t now_ms)
 		}
 		if (item->d_name[0] == '.')
 			continue;
-		struct request_id_entry *entry = request_ids_valid(item->d_name)
-							 ? load_entry(item->d_name, now_ms) : NULL;
+		struct request_id_entry *entry =
+			request_ids_valid(item->d_name) ? load_entry(item->d_name, now_ms) : NULL;
 		if (!entry)
 			continue;
 		loaded = xrealloc(loaded, (count + 1) * sizeof *loaded);
@@ -383,6 +392,7 @@ bool request_ids_open(const char *dir, int64_t now_ms)
 	forget_old(now_ms);
 	drop_old_bodies();
 	if (count)
-		log_msg(LOG_LEVEL_INFO, "kept %zu X-Request-Id answers from before this start", count);
+		log_msg(LOG_LEVEL_INFO, "kept %zu X-Request-Id answers from before this start",
+			count);
 	return true;
 }

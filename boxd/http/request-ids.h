@@ -28,8 +28,8 @@
 
 struct request_id_entry {
 	char *id;
-	char *target;        /* "METHOD path", so one id can't replay another call */
-	char *resource;      /* what the call made (a command id), or NULL */
+	char *target;   /* "METHOD path", so one id can't replay another call */
+	char *resource; /* what the call made (a command id), or NULL */
 	bool done;
 	bool orphaned;       /* pending when an earlier boxd ended: it never answered */
 	bool body_dropped;   /* done, but the answer's body went (byte bound) */
@@ -37,9 +37,9 @@ struct request_id_entry {
 	int64_t finished_ms; /* monotonic */
 	int status;
 	char *content_type;
-	char *body;          /* NULL when the answer lives in the store only */
+	char *body; /* NULL when the answer lives in the store only */
 	size_t body_length;
-	void *waiters;       /* the router's list of requests attached to it */
+	void *waiters; /* the router's list of requests attached to it */
 	struct request_id_entry *older, *newer;
 };
 

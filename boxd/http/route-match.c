@@ -55,11 +55,13 @@ bool route_match(const char *pattern, const char *path, char *params[ROUTE_MAX_P
 		size_t decoded_length;
 		char *segment = route_percent_decode(path, path_length, &decoded_length);
 		bool is_param = pattern_length == 2 && memcmp(pattern, "{}", 2) == 0;
-		bool ok = segment && strlen(segment) == decoded_length && !memchr(segment, '/', decoded_length);
+		bool ok = segment && strlen(segment) == decoded_length &&
+			  !memchr(segment, '/', decoded_length);
 		if (ok && is_param)
 			ok = decoded_length > 0 && count < ROUTE_MAX_PARAMS;
 		else if (ok)
-			ok = decoded_length == pattern_length && memcmp(segment, pattern, pattern_length) == 0;
+			ok = decoded_length == pattern_length &&
+			     memcmp(segment, pattern, pattern_length) == 0;
 		if (!ok) {
 			free(segment);
 			break;

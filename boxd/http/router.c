@@ -50,9 +50,9 @@ struct api_request {
 	void (*body_done)(struct api_request *req, bool complete, int error);
 	struct request_id_entry *memory;
 	struct request_id_entry *waiting; /* attached to a running X-Request-Id */
-	const char *resume; /* the resource an orphaned X-Request-Id made */
-	bool activity;      /* counted in health's calls in flight */
-	char *kept;         /* what the X-Request-Id memory keeps instead of the answer */
+	const char *resume;               /* the resource an orphaned X-Request-Id made */
+	bool activity;                    /* counted in health's calls in flight */
+	char *kept; /* what the X-Request-Id memory keeps instead of the answer */
 	size_t kept_length;
 };
 
@@ -115,8 +115,8 @@ static char *answer_headers(struct api_request *req, const char *content_type,
 {
 	char *shown = request_id ? redact_text(request_id) : NULL;
 	char *text = xasprintf("Content-Type: %s\r\n%s%s%s%s", content_type,
-			       shown ? "X-Request-Id: " : "", shown ? shown : "", shown ? "\r\n" : "",
-			       req->headers ? req->headers : "");
+			       shown ? "X-Request-Id: " : "", shown ? shown : "",
+			       shown ? "\r\n" : "", req->headers ? req->headers : "");
 	free(shown);
 	return text;
 }
@@ -163,7 +163,8 @@ static void answer_waiters(struct request_id_entry *entry, const void *data, siz
 	entry->waiters = NULL;
 	for (size_t i = 0; i < waiters->count; i++) {
 		waiters->items[i]->waiting = NULL;
-		send_raw(waiters->items[i], entry->status, entry->content_type, data, length, entry->id);
+		send_raw(waiters->items[i], entry->status, entry->content_type, data, length,
+			 entry->id);
 	}
 	free(waiters->items);
 	free(waiters);
@@ -223,7 +224,7 @@ void api_request_lost(struct api_request *req)
 static const char *echoed_id(struct api_request *req)
 {
 	return req->route && (req->route->flags & API_IDEMPOTENT) ? api_header(req, "X-Request-Id")
-								   : NULL;
+								  : NULL;
 }
 
 void api_reply_bytes(struct api_request *req, int status, const char *content_type,
@@ -335,7 +336,8 @@ void api_stream_start(struct api_request *req, int status, const char *content_t
 		/* A stream cannot be replayed: this and every later repeat is
 		 * told to fetch the result by its id. */
 		struct request_id_entry *entry = req->memory;
-		char *text = xasprintf("the first call with X-Request-Id %s streams its answer; fetch the result %s%s",
+		char *text = xasprintf("the first call with X-Request-Id %s streams its answer; "
+				       "fetch the result %s%s",
 				       entry->id, entry->resource ? "of " : "by its id",
 				       entry->resource ? entry->resource : "");
 		char *message = redact_text(text);
@@ -394,7 +396,8 @@ static char *query_decode(const char *text, size_t length)
 		int high, low;
 		if (text[i] == '+') {
 			*at++ = ' ';
-		} else if (text[i] == '%' && i + 2 < length && (high = text_hex_value(text[i + 1])) >= 0 &&
+		} else if (text[i] == '%' && i + 2 < length &&
+			   (high = text_hex_value(text[i + 1])) >= 0 &&
 			   (low = text_hex_value(text[i + 2])) >= 0) {
 			*at++ = (char)(high * 16 + low);
 			i += 2;
@@ -418,7 +421,8 @@ static void parse_query(struct api_request *req)
 			end = at + strlen(at);
 		const char *equals = memchr(at, '=', (size_t)(end - at));
 		if (end > at) {
-			req->query = xrealloc(req->query, (req->query_count + 1) * sizeof *req->query);
+			req->query =
+				xrealloc(req->query, (req->query_count + 1) * sizeof *req->query);
 			struct query_pair *pair = &req->query[req->query_count++];
 			const char *name_end = equals ? equals : end;
 			pair->name = query_decode(at, (size_t)(name_end - at));
@@ -476,7 +480,7 @@ cJSON *api_body_json(struct api_request *req)
 	if (text_json_has_nul(body, length)) {
 		cJSON_Delete(json);
 		api_reply_bad_request(req, "a string in the body holds a NUL character (\\u0000), "
-				      "which no command, path or value can carry");
+					   "which no command, path or value can carry");
 		return NULL;
 	}
 	req->json = json;
@@ -554,11 +558,12 @@ static void replay(struct api_request *req, const struct request_id_entry *entry
 	size_t length;
 	char *body = request_ids_body(entry, &length);
 	if (!body) {
-		api_reply_failure(req, FAILURE_CONFLICT,
-				"the first call with X-Request-Id %s ended (status %d) and its answer is "
-				"no longer kept; fetch the result %s%s",
-				entry->id, entry->status, entry->resource ? "of " : "by its id",
-				entry->resource ? entry->resource : "");
+		api_reply_failure(
+			req, FAILURE_CONFLICT,
+			"the first call with X-Request-Id %s ended (status %d) and its answer is "
+			"no longer kept; fetch the result %s%s",
+			entry->id, entry->status, entry->resource ? "of " : "by its id",
+			entry->resource ? entry->resource : "");
 		return;
 	}
 	send_raw(req, entry->status, entry->content_type, body, length, entry->id);
@@ -573,7 +578,8 @@ static bool apply_request_id(struct api_request *req, const char *method)
 	if (!id || !(req->route->flags & API_IDEMPOTENT))
 		return false;
 	if (!request_ids_valid(id)) {
-		api_reply_bad_request(req, "X-Request-Id must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -");
+		api_reply_bad_request(
+			req, "X-Request-Id must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -");
 		return true;
 	}
 	/* The target is method and whole URI: one id cannot stand for two calls. */
@@ -581,8 +587,9 @@ static bool apply_request_id(struct api_request *req, const char *method)
 	struct request_id_entry *entry = request_ids_find(id);
 	if (entry && strcmp(entry->target, target) != 0) {
 		free(target);
-		api_reply_failure(req, FAILURE_CONFLICT, "X-Request-Id %s was already used for another call (%s)",
-				id, entry->target);
+		api_reply_failure(req, FAILURE_CONFLICT,
+				  "X-Request-Id %s was already used for another call (%s)", id,
+				  entry->target);
 		return true;
 	}
 	if (entry && entry->done) {
@@ -622,9 +629,11 @@ static bool refuse_command(struct api_request *req, const char *method)
 	pid_t pid = http_conn_peer_pid(req->conn);
 	if (pid == 0 || (pid > 0 && !hooks.is_command(pid)))
 		return false;
-	api_reply_failure(req, FAILURE_FORBIDDEN,
-			"%s %s acts for the control plane or the person at the screen: boxd's own "
-			"commands may not call it", method, req->route->pattern);
+	api_reply_failure(
+		req, FAILURE_FORBIDDEN,
+		"%s %s acts for the control plane or the person at the screen: boxd's own "
+		"commands may not call it",
+		method, req->route->pattern);
 	return true;
 }
 
@@ -636,7 +645,8 @@ static bool apply_rules(struct api_request *req, const char *method)
 	if (apply_request_id(req, method))
 		return true;
 	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && hooks.locked && hooks.locked()) {
-		api_reply_failure(req, FAILURE_LOCKED, "a person has the screen; wait until they hand it back");
+		api_reply_failure(req, FAILURE_LOCKED,
+				  "a person has the screen; wait until they hand it back");
 		return true;
 	}
 	return false;
@@ -688,10 +698,11 @@ void api_request_too_large(struct api_request *req, unsigned long long declared)
 	if (declared)
 		snprintf(size, sizeof size, " has %llu bytes;", declared);
 	api_reply_failure(req, FAILURE_PAYLOAD_TOO_LARGE,
-			"the body%s %s %s takes at most %zu bytes (large archives go to "
-			"POST /v1/sync/upload or /v1/uploads, which stream)",
-			declared ? size : " is too large:", req->head.method,
-			req->route ? req->route->pattern : req->path, api_request_body_limit(req));
+			  "the body%s %s %s takes at most %zu bytes (large archives go to "
+			  "POST /v1/sync/upload or /v1/uploads, which stream)",
+			  declared ? size : " is too large:", req->head.method,
+			  req->route ? req->route->pattern : req->path,
+			  api_request_body_limit(req));
 }
 
 void api_request_run(struct api_request *req, struct evbuffer *body)
@@ -707,8 +718,8 @@ void api_request_run(struct api_request *req, struct evbuffer *body)
 	if (!req->route) {
 		if (req->allowed[0]) {
 			api_add_header(req, "Allow", req->allowed);
-			api_reply_failure(req, FAILURE_METHOD_NOT_ALLOWED, "%s takes %s, not %s", req->path,
-					req->allowed, method);
+			api_reply_failure(req, FAILURE_METHOD_NOT_ALLOWED, "%s takes %s, not %s",
+					  req->path, req->allowed, method);
 		} else {
 			api_reply_not_found(req, "no such endpoint: %s %s", method, req->path);
 		}

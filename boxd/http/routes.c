@@ -20,8 +20,8 @@ static void note_allowed(char *allowed, size_t size, const char *method)
 }
 
 const struct api_route *routes_find(const char *method, const char *path,
-				    char *params[ROUTE_MAX_PARAMS], bool *path_known,
-				    char *allowed, size_t allowed_size)
+				    char *params[ROUTE_MAX_PARAMS], bool *path_known, char *allowed,
+				    size_t allowed_size)
 {
 	*path_known = false;
 	allowed[0] = '\0';

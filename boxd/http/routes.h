@@ -40,14 +40,13 @@ struct api_route {
 	void (*handle)(struct api_request *req);
 };
 
-
 /* The tables to search from now on (kept, not copied). */
 void routes_set(const struct api_route *const *tables);
 /* Finds the route for `method` and raw `path`, filling `params`. When the
  * path matches but the method does not, returns NULL with *path_known set
  * and the allowed methods written to `allowed` ("GET, POST"). */
 const struct api_route *routes_find(const char *method, const char *path,
-				    char *params[ROUTE_MAX_PARAMS], bool *path_known,
-				    char *allowed, size_t allowed_size);
+				    char *params[ROUTE_MAX_PARAMS], bool *path_known, char *allowed,
+				    size_t allowed_size);
 
 #endif

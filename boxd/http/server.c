@@ -59,8 +59,10 @@ static void rest_listener(struct evconnlistener *listener, int error)
 		int64_t now = clock_monotonic_ms();
 		rests++;
 		if (!logged_ms || now - logged_ms >= 60000) {
-			log_msg(LOG_LEVEL_WARNING, "out of file descriptors (%s): not accepting for %d ms "
-				"(%u such pauses since the last report)", strerror(error), LISTENER_REST_MS, rests);
+			log_msg(LOG_LEVEL_WARNING,
+				"out of file descriptors (%s): not accepting for %d ms "
+				"(%u such pauses since the last report)",
+				strerror(error), LISTENER_REST_MS, rests);
 			logged_ms = now;
 			rests = 0;
 		}
@@ -145,7 +147,8 @@ static void recreate_socket(void)
 	}
 	char error[512];
 	if (serve_unix(socket_path, error, sizeof error))
-		log_msg(LOG_LEVEL_WARNING, "the socket %s was removed; serving on a new one", socket_path);
+		log_msg(LOG_LEVEL_WARNING, "the socket %s was removed; serving on a new one",
+			socket_path);
 	else
 		log_msg(LOG_LEVEL_ERROR, "the socket %s was removed and cannot be made again: %s",
 			socket_path, error);
@@ -177,7 +180,8 @@ static void watch_socket(void)
 	watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (watch_fd < 0 ||
 	    inotify_add_watch(watch_fd, dirname(directory), IN_DELETE | IN_MOVED_FROM) < 0) {
-		log_msg(LOG_LEVEL_WARNING, "cannot watch %s (%s): a removed socket will not be made again",
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot watch %s (%s): a removed socket will not be made again",
 			socket_path, strerror(errno));
 		if (watch_fd >= 0)
 			close(watch_fd);
@@ -203,7 +207,8 @@ static void serve_vsock(const struct boxd_config *config)
 	listeners_guard_vsock(vsock_fd, config->allowed_cids, config->allowed_cid_count);
 	vsock_listener = serve_listener(vsock_fd);
 	if (!vsock_listener) {
-		log_msg(LOG_LEVEL_WARNING, "cannot serve vsock port %d; serving on the unix socket only",
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot serve vsock port %d; serving on the unix socket only",
 			config->vsock_port);
 		listeners_unguard(vsock_fd);
 		close(vsock_fd);
@@ -225,9 +230,13 @@ bool server_start(struct event_base *base, const struct boxd_config *config, cha
 	 * is dropped after --idle-timeout; a head must come whole within
 	 * HTTP_HEAD_TIMEOUT_SEC (connection.c). */
 	static const struct http_conn_router router = {
-		.begin = api_request_begin, .body_limit = api_request_body_limit,
-		.streams_body = api_request_streams_body, .too_large = api_request_too_large,
-		.run = api_request_run, .lost = api_request_lost, .fail = api_request_fail,
+		.begin = api_request_begin,
+		.body_limit = api_request_body_limit,
+		.streams_body = api_request_streams_body,
+		.too_large = api_request_too_large,
+		.run = api_request_run,
+		.lost = api_request_lost,
+		.fail = api_request_fail,
 	};
 	http_conn_setup(base, config->idle_timeout_sec, &router);
 

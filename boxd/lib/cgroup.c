@@ -163,13 +163,15 @@ static char *prepare_v2(const struct cgroup_host *host, const char *tag, const c
 			*controllers = procs && !procs[0];
 			if (procs && procs[0])
 				*problem = xasprintf("the commands' cgroup %s holds processes of "
-						     "its own: no controllers for commands", base);
+						     "its own: no controllers for commands",
+						     base);
 			free(procs);
 			return base;
 		}
 		*problem = xasprintf("the commands' cgroup %s is missing (is boxd-commands.service "
 				     "active?): commands share boxd's unit, without per-command "
-				     "memory figures or caps", base);
+				     "memory figures or caps",
+				     base);
 		free(base);
 	}
 	char *self = join_path(host->v2_mount, host->v2_self);
@@ -318,7 +320,8 @@ bool cgroup_job_rename(struct cgroup_job *job, const char *v2_base, const char *
 bool cgroup_dir_within(const char *inner, const char *outer)
 {
 	size_t length = strlen(outer);
-	return strncmp(inner, outer, length) == 0 && (inner[length] == '\0' || inner[length] == '/');
+	return strncmp(inner, outer, length) == 0 &&
+	       (inner[length] == '\0' || inner[length] == '/');
 }
 
 bool cgroup_move(const char *dir, pid_t pid)
@@ -475,7 +478,8 @@ static void remove_children(int parent, int depth, int *budget)
 		if (item->d_type != DT_DIR || item->d_name[0] == '.')
 			continue;
 		(*budget)--;
-		int child = openat(dirfd(dir), item->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		int child = openat(dirfd(dir), item->d_name,
+				   O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (child >= 0 && depth + 1 < REMOVE_DEPTH)
 			remove_children(child, depth + 1, budget);
 		else if (child >= 0)

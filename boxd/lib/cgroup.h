@@ -14,8 +14,8 @@
 #include <sys/types.h>
 
 struct cgroup_host {
-	char *v2_mount;  /* NULL: no cgroup2 mounted */
-	char *v2_self;   /* our cgroup v2 path, "/..." */
+	char *v2_mount;   /* NULL: no cgroup2 mounted */
+	char *v2_self;    /* our cgroup v2 path, "/..." */
 	char *pids_mount; /* cgroup v1 pids hierarchy, or NULL */
 	char *pids_self;
 };

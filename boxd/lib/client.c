@@ -42,8 +42,11 @@ struct client *client_connect(const char *socket_path, char *error, size_t error
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
 		int saved = errno;
-		text_fail(error, error_size, "cannot connect to boxd at %s: %s%s", socket_path, strerror(saved),
-		     saved == ENOENT || saved == ECONNREFUSED ? " (is boxd running? see --socket or BOXD_SOCKET)" : "");
+		text_fail(error, error_size, "cannot connect to boxd at %s: %s%s", socket_path,
+			  strerror(saved),
+			  saved == ENOENT || saved == ECONNREFUSED
+				  ? " (is boxd running? see --socket or BOXD_SOCKET)"
+				  : "");
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -84,14 +87,16 @@ static bool fill(struct client *client)
 	if (client->start == client->end)
 		client->start = client->end = 0;
 	if (client->end == READ_BUFFER) {
-		memmove(client->buffer, client->buffer + client->start, client->end - client->start);
+		memmove(client->buffer, client->buffer + client->start,
+			client->end - client->start);
 		client->end -= client->start;
 		client->start = 0;
 		if (client->end == READ_BUFFER)
 			return false;
 	}
 	for (;;) {
-		ssize_t n = read(client->fd, client->buffer + client->end, READ_BUFFER - client->end);
+		ssize_t n =
+			read(client->fd, client->buffer + client->end, READ_BUFFER - client->end);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -149,7 +154,8 @@ static bool read_body_bytes(struct client *client, long long length, struct body
 		if (client->start == client->end && !fill(client))
 			return length < 0;
 		size_t available = client->end - client->start;
-		size_t take = length < 0 || (unsigned long long)length > available ? available : (size_t)length;
+		size_t take = length < 0 || (unsigned long long)length > available ? available
+										   : (size_t)length;
 		sink_add(sink, client->buffer + client->start, take);
 		client->start += take;
 		if (length > 0)
@@ -191,19 +197,22 @@ static void add_header(struct client_response *response, const char *line)
 	const char *value = colon + 1;
 	while (*value == ' ' || *value == '\t')
 		value++;
-	response->headers = xrealloc(response->headers, (response->header_count + 1) * sizeof *response->headers);
+	response->headers = xrealloc(response->headers,
+				     (response->header_count + 1) * sizeof *response->headers);
 	response->headers[response->header_count].name = xstrndup(line, (size_t)(colon - line));
 	response->headers[response->header_count].value = xstrdup(value);
 	response->header_count++;
 }
 
-static bool read_head(struct client *client, struct client_response *response, char *error, size_t error_size)
+static bool read_head(struct client *client, struct client_response *response, char *error,
+		      size_t error_size)
 {
 	char line[8192];
 	if (!read_line(client, line, sizeof line))
 		return text_fail(error, error_size, "boxd closed the connection without an answer");
 	if (sscanf(line, "HTTP/1.%*d %d", &response->status) != 1)
-		return text_fail(error, error_size, "boxd answered something that is not HTTP: %.60s", line);
+		return text_fail(error, error_size,
+				 "boxd answered something that is not HTTP: %.60s", line);
 	size_t total = 0;
 	for (;;) {
 		if (!read_line(client, line, sizeof line))
@@ -217,8 +226,9 @@ static bool read_head(struct client *client, struct client_response *response, c
 	}
 }
 
-static bool read_response(struct client *client, const char *method, struct client_response *response,
-			  struct body_sink *sink, char *error, size_t error_size)
+static bool read_response(struct client *client, const char *method,
+			  struct client_response *response, struct body_sink *sink, char *error,
+			  size_t error_size)
 {
 	memset(response, 0, sizeof *response);
 	if (!read_head(client, response, error, error_size))
@@ -256,12 +266,14 @@ static bool send_head(struct client *client, const char *method, const char *pat
 	char *head;
 	char length_header[64] = "";
 	if (body_length >= 0)
-		snprintf(length_header, sizeof length_header, "Content-Length: %lld\r\n", body_length);
+		snprintf(length_header, sizeof length_header, "Content-Length: %lld\r\n",
+			 body_length);
 	else
 		snprintf(length_header, sizeof length_header, "Transfer-Encoding: chunked\r\n");
 	head = xasprintf("%s %s HTTP/1.1\r\nHost: boxd\r\n%s%s%s%s%s\r\n", method, path,
 			 content_type ? "Content-Type: " : "", content_type ? content_type : "",
-			 content_type ? "\r\n" : "", length_header, extra_headers ? extra_headers : "");
+			 content_type ? "\r\n" : "", length_header,
+			 extra_headers ? extra_headers : "");
 	bool ok = write_all(client->fd, head, strlen(head));
 	free(head);
 	return ok;
@@ -274,14 +286,15 @@ static bool exchange(struct client *client, const char *method, const char *path
 {
 	if (!send_head(client, method, path, content_type, (long long)body_length, extra_headers) ||
 	    (body_length && !write_all(client->fd, body, body_length)))
-		return text_fail(error, error_size, "cannot send the request to boxd: %s", strerror(errno));
+		return text_fail(error, error_size, "cannot send the request to boxd: %s",
+				 strerror(errno));
 	return read_response(client, method, response, sink, error, error_size);
 }
 
 bool client_request(struct client *client, const char *method, const char *path,
 		    const char *content_type, const void *body, size_t body_length,
-		    const char *extra_headers, struct client_response *response,
-		    char *error, size_t error_size)
+		    const char *extra_headers, struct client_response *response, char *error,
+		    size_t error_size)
 {
 	struct body_sink sink = {0};
 	bool ok = exchange(client, method, path, content_type, body, body_length, extra_headers,
@@ -298,8 +311,8 @@ bool client_request_stream(struct client *client, const char *method, const char
 			   struct client_response *response, char *error, size_t error_size)
 {
 	struct body_sink sink = {.on_data = on_data, .arg = arg};
-	return exchange(client, method, path, content_type, body, body_length, extra_headers,
-			&sink, response, error, error_size);
+	return exchange(client, method, path, content_type, body, body_length, extra_headers, &sink,
+			response, error, error_size);
 }
 
 const char *client_response_header(const struct client_response *response, const char *name)

@@ -31,8 +31,8 @@ void client_close(struct client *client);
  * transport failure, with a sentence in `error`. */
 bool client_request(struct client *client, const char *method, const char *path,
 		    const char *content_type, const void *body, size_t body_length,
-		    const char *extra_headers, struct client_response *response,
-		    char *error, size_t error_size);
+		    const char *extra_headers, struct client_response *response, char *error,
+		    size_t error_size);
 
 /* As client_request, but hands the body to `on_data` piece by piece as it
  * arrives (after dechunking); `on_data` returns false to stop early (the
@@ -42,7 +42,6 @@ bool client_request_stream(struct client *client, const char *method, const char
 			   const char *extra_headers,
 			   bool (*on_data)(void *arg, const char *data, size_t length), void *arg,
 			   struct client_response *response, char *error, size_t error_size);
-
 
 /* Case-insensitive header lookup; NULL when absent. */
 const char *client_response_header(const struct client_response *response, const char *name);

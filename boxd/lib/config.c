@@ -13,10 +13,25 @@
 #include "xalloc.h"
 
 enum option_id {
-	OPT_CONFIG = 1000, OPT_WORK_DIR, OPT_RUN_DIR, OPT_SOCKET, OPT_VSOCK_PORT,
-	OPT_VSOCK_ALLOW_CID, OPT_DISPLAY, OPT_USER, OPT_REPORT, OPT_REPORT_INTERVAL,
-	OPT_CGROUP, OPT_COMMANDS_CGROUP, OPT_DEV, OPT_IDLE_TIMEOUT, OPT_LOG_LEVEL, OPT_HOSTS_FILE,
-	OPT_SCREEN_IDLE, OPT_HELP, OPT_VERSION,
+	OPT_CONFIG = 1000,
+	OPT_WORK_DIR,
+	OPT_RUN_DIR,
+	OPT_SOCKET,
+	OPT_VSOCK_PORT,
+	OPT_VSOCK_ALLOW_CID,
+	OPT_DISPLAY,
+	OPT_USER,
+	OPT_REPORT,
+	OPT_REPORT_INTERVAL,
+	OPT_CGROUP,
+	OPT_COMMANDS_CGROUP,
+	OPT_DEV,
+	OPT_IDLE_TIMEOUT,
+	OPT_LOG_LEVEL,
+	OPT_HOSTS_FILE,
+	OPT_SCREEN_IDLE,
+	OPT_HELP,
+	OPT_VERSION,
 };
 
 static const struct option long_options[] = {
@@ -57,7 +72,6 @@ void config_usage(const char *program)
 	       program);
 }
 
-
 static bool parse_int(const char *text, long min, long max, long *out)
 {
 	char *end;
@@ -77,9 +91,13 @@ static void set_string(char **slot, const char *value)
 
 static bool parse_log_level(const char *text, enum log_level *level)
 {
-	static const struct { const char *name; enum log_level level; } names[] = {
-		{"error", LOG_LEVEL_ERROR}, {"warning", LOG_LEVEL_WARNING},
-		{"notice", LOG_LEVEL_NOTICE}, {"info", LOG_LEVEL_INFO}, {"debug", LOG_LEVEL_DEBUG},
+	static const struct {
+		const char *name;
+		enum log_level level;
+	} names[] = {
+		{"error", LOG_LEVEL_ERROR},   {"warning", LOG_LEVEL_WARNING},
+		{"notice", LOG_LEVEL_NOTICE}, {"info", LOG_LEVEL_INFO},
+		{"debug", LOG_LEVEL_DEBUG},
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		if (strcmp(text, names[i].name) == 0) {
@@ -107,15 +125,18 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 			return true;
 		}
 		if (!parse_int(value, 1, INT_MAX, &number))
-			return text_fail(error, size, "--vsock-port takes a port number or `off`, not `%s`", value);
+			return text_fail(error, size,
+					 "--vsock-port takes a port number or `off`, not `%s`",
+					 value);
 		config->vsock_port = (int)number;
 		return true;
 	case OPT_VSOCK_ALLOW_CID:
 		if (!parse_int(value, 0, 0xFFFFFFFEL, &number))
-			return text_fail(error, size, "--vsock-allow-cid takes a CID number, not `%s`", value);
+			return text_fail(error, size,
+					 "--vsock-allow-cid takes a CID number, not `%s`", value);
 		if (config->allowed_cid_count >= CONFIG_MAX_ALLOWED_CIDS)
 			return text_fail(error, size, "--vsock-allow-cid given more than %d times",
-				    CONFIG_MAX_ALLOWED_CIDS - 1);
+					 CONFIG_MAX_ALLOWED_CIDS - 1);
 		config->allowed_cids[config->allowed_cid_count++] = (unsigned)number;
 		return true;
 	case OPT_REPORT:
@@ -125,22 +146,31 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 			return true;
 		}
 		if (strncmp(value, "vsock:", 6) != 0 && strncmp(value, "unix:", 5) != 0)
-			return text_fail(error, size, "--report takes vsock:CID:PORT, unix:PATH or off, not `%s`", value);
+			return text_fail(
+				error, size,
+				"--report takes vsock:CID:PORT, unix:PATH or off, not `%s`", value);
 		set_string(&config->report, value);
 		return true;
 	case OPT_REPORT_INTERVAL:
 		if (!parse_int(value, 1, 86400, &number))
-			return text_fail(error, size, "--report-interval takes seconds from 1 to 86400, not `%s`", value);
+			return text_fail(
+				error, size,
+				"--report-interval takes seconds from 1 to 86400, not `%s`", value);
 		config->report_interval_sec = (int)number;
 		return true;
 	case OPT_SCREEN_IDLE:
 		if (!parse_int(value, 0, 86400, &number))
-			return text_fail(error, size, "--screen-idle takes seconds from 0 (never) to 86400, not `%s`", value);
+			return text_fail(
+				error, size,
+				"--screen-idle takes seconds from 0 (never) to 86400, not `%s`",
+				value);
 		config->screen_idle_sec = (int)number;
 		return true;
 	case OPT_IDLE_TIMEOUT:
 		if (!parse_int(value, 1, 86400, &number))
-			return text_fail(error, size, "--idle-timeout takes seconds from 1 to 86400, not `%s`", value);
+			return text_fail(error, size,
+					 "--idle-timeout takes seconds from 1 to 86400, not `%s`",
+					 value);
 		config->idle_timeout_sec = (int)number;
 		return true;
 	case OPT_CGROUP:
@@ -149,12 +179,15 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 		else if (strcmp(value, "off") == 0)
 			config->cgroup = CGROUP_MODE_OFF;
 		else
-			return text_fail(error, size, "--cgroup takes auto or off, not `%s`", value);
+			return text_fail(error, size, "--cgroup takes auto or off, not `%s`",
+					 value);
 		return true;
 	case OPT_COMMANDS_CGROUP:
 		if (value[0] != '/' || strstr(value, "/..") || strstr(value, "//"))
-			return text_fail(error, size, "--commands-cgroup takes a cgroup path such as "
-					 "/system.slice/boxd-commands.service, not `%s`", value);
+			return text_fail(error, size,
+					 "--commands-cgroup takes a cgroup path such as "
+					 "/system.slice/boxd-commands.service, not `%s`",
+					 value);
 		set_string(&config->commands_cgroup, value);
 		return true;
 	case OPT_DEV:
@@ -164,7 +197,10 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 		return true;
 	case OPT_LOG_LEVEL:
 		if (!parse_log_level(value, &config->log_level))
-			return text_fail(error, size, "--log-level takes error, warning, notice, info or debug, not `%s`", value);
+			return text_fail(
+				error, size,
+				"--log-level takes error, warning, notice, info or debug, not `%s`",
+				value);
 		return true;
 	}
 	return text_fail(error, size, "unknown setting");
@@ -194,7 +230,8 @@ static bool load_file(struct boxd_config *config, const char *path, char *error,
 {
 	FILE *file = fopen(path, "r");
 	if (!file)
-		return text_fail(error, size, "cannot read config file %s: %s", path, strerror(errno));
+		return text_fail(error, size, "cannot read config file %s: %s", path,
+				 strerror(errno));
 	char line[4096];
 	int number = 0;
 	bool ok = true;
@@ -212,7 +249,8 @@ static bool load_file(struct boxd_config *config, const char *path, char *error,
 		char *name = trim(text), *value = trim(equals + 1);
 		int id = option_by_name(name);
 		if (!id) {
-			ok = text_fail(error, size, "%s:%d: unknown setting `%s`", path, number, name);
+			ok = text_fail(error, size, "%s:%d: unknown setting `%s`", path, number,
+				       name);
 			break;
 		}
 		char reason[256];
@@ -298,8 +336,8 @@ static const char *find_config_flag(int argc, char **argv)
 	return path;
 }
 
-bool config_parse(struct boxd_config *config, int argc, char **argv,
-		  char *error, size_t size, bool *show_help, bool *show_version)
+bool config_parse(struct boxd_config *config, int argc, char **argv, char *error, size_t size,
+		  bool *show_help, bool *show_version)
 {
 	defaults(config);
 	*show_help = *show_version = false;
@@ -312,20 +350,24 @@ bool config_parse(struct boxd_config *config, int argc, char **argv,
 	int id;
 	while ((id = getopt_long(argc, argv, "hV", long_options, NULL)) != -1) {
 		switch (id) {
-		case OPT_HELP: case 'h': *show_help = true; return true;
-		case OPT_VERSION: case 'V': *show_version = true; return true;
+		case OPT_HELP:
+		case 'h': *show_help = true; return true;
+		case OPT_VERSION:
+		case 'V': *show_version = true; return true;
 		case OPT_CONFIG: break;
 		case OPT_DEV: config->dev = true; break;
 		case '?':
-			return text_fail(error, size, "unknown or incomplete option `%s` (see --help)",
-				    argv[optind - 1]);
+			return text_fail(error, size,
+					 "unknown or incomplete option `%s` (see --help)",
+					 argv[optind - 1]);
 		default:
 			if (!apply(config, id, optarg, error, size))
 				return false;
 		}
 	}
 	if (optind < argc)
-		return text_fail(error, size, "unexpected argument `%s` (see --help)", argv[optind]);
+		return text_fail(error, size, "unexpected argument `%s` (see --help)",
+				 argv[optind]);
 	finish(config);
 	return true;
 }

@@ -17,18 +17,18 @@
 enum cgroup_mode { CGROUP_MODE_AUTO, CGROUP_MODE_OFF };
 
 struct boxd_config {
-	char *work_dir;       /* absolute */
-	char *run_dir;        /* absolute */
-	char *socket_path;    /* absolute */
-	int vsock_port;       /* -1: off */
+	char *work_dir;                                 /* absolute */
+	char *run_dir;                                  /* absolute */
+	char *socket_path;                              /* absolute */
+	int vsock_port;                                 /* -1: off */
 	unsigned allowed_cids[CONFIG_MAX_ALLOWED_CIDS]; /* the host (2) is always first */
 	int allowed_cid_count;
-	char *display;        /* ":99" */
-	char *hosts_file;     /* whose boxd block POST /v1/init rewrites: /etc/hosts */
-	char *user;           /* default user of commands */
-	char *report;         /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
+	char *display;    /* ":99" */
+	char *hosts_file; /* whose boxd block POST /v1/init rewrites: /etc/hosts */
+	char *user;       /* default user of commands */
+	char *report;     /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
 	int report_interval_sec;
-	int screen_idle_sec;  /* the screen worker exits after this long unused; 0: never */
+	int screen_idle_sec; /* the screen worker exits after this long unused; 0: never */
 	enum cgroup_mode cgroup;
 	char *commands_cgroup; /* cgroup v2 path for commands (a delegated unit), or NULL */
 	bool dev;
@@ -39,8 +39,8 @@ struct boxd_config {
 /* Fills `config` from argv (and the --config file it names). On a usage
  * error returns false with a sentence in `error`; `*show_help` is set for
  * --help and `*show_version` for --version. */
-bool config_parse(struct boxd_config *config, int argc, char **argv,
-		  char *error, size_t error_size, bool *show_help, bool *show_version);
+bool config_parse(struct boxd_config *config, int argc, char **argv, char *error, size_t error_size,
+		  bool *show_help, bool *show_version);
 void config_free(struct boxd_config *config);
 void config_usage(const char *program);
 

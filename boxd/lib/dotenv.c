@@ -28,8 +28,7 @@ static void value_putc(struct secret_buffer *v, char c)
 	v->data[v->length] = '\0';
 }
 
-static bool fail(struct parser *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static bool fail(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(struct parser *p, const char *fmt, ...)
 {
 	char message[200];
@@ -55,7 +54,8 @@ static void skip_blanks(struct parser *p)
 static bool at_line_end(const struct parser *p)
 {
 	int c = peek(p);
-	return c < 0 || c == '\n' || (c == '\r' && p->at + 1 < p->len && p->text[p->at + 1] == '\n') ||
+	return c < 0 || c == '\n' ||
+	       (c == '\r' && p->at + 1 < p->len && p->text[p->at + 1] == '\n') ||
 	       (c == '\r' && p->at + 1 == p->len);
 }
 
@@ -90,7 +90,8 @@ static bool parse_quoted(struct parser *p, char quote, struct secret_buffer *v)
 		int c = peek(p);
 		if (c < 0) {
 			p->line = start_line;
-			return fail(p, "the %s quote is never closed", quote == '"' ? "double" : "single");
+			return fail(p, "the %s quote is never closed",
+				    quote == '"' ? "double" : "single");
 		}
 		p->at++;
 		if (c == quote)
@@ -124,7 +125,8 @@ static void parse_unquoted(struct parser *p, struct secret_buffer *v)
 {
 	while (!at_line_end(p)) {
 		int c = peek(p);
-		if (c == '#' && (v->length == 0 || v->data[v->length - 1] == ' ' || v->data[v->length - 1] == '\t')) {
+		if (c == '#' && (v->length == 0 || v->data[v->length - 1] == ' ' ||
+				 v->data[v->length - 1] == '\t')) {
 			skip_to_line_end(p);
 			break;
 		}
@@ -148,7 +150,7 @@ static void env_set(struct dotenv *env, char *name, struct secret_buffer *v)
 			return;
 		}
 	env->entries = xrealloc(env->entries, (env->count + 1) * sizeof *env->entries);
-	env->entries[env->count++] = (struct dotenv_entry){ name, value };
+	env->entries[env->count++] = (struct dotenv_entry){name, value};
 }
 
 static bool parse_assignment(struct parser *p, struct dotenv *env)
@@ -166,11 +168,11 @@ static bool parse_assignment(struct parser *p, struct dotenv *env)
 	size_t name_len = p->at - name_start;
 	skip_blanks(p);
 	if (peek(p) != '=')
-		return fail(p, "expected '=' after the name %.*s", (int)(name_len > 64 ? 64 : name_len),
-			    p->text + name_start);
+		return fail(p, "expected '=' after the name %.*s",
+			    (int)(name_len > 64 ? 64 : name_len), p->text + name_start);
 	p->at++;
 	skip_blanks(p);
-	struct secret_buffer v = { 0 };
+	struct secret_buffer v = {0};
 	bool ok = true;
 	if (peek(p) == '\'' || peek(p) == '"')
 		ok = parse_quoted(p, (char)peek(p), &v);
@@ -184,11 +186,10 @@ static bool parse_assignment(struct parser *p, struct dotenv *env)
 	return true;
 }
 
-bool dotenv_parse(const char *text, size_t len, struct dotenv *env,
-		  char *error, size_t error_size)
+bool dotenv_parse(const char *text, size_t len, struct dotenv *env, char *error, size_t error_size)
 {
-	*env = (struct dotenv){ 0 };
-	struct parser p = { text, len, 0, 1, error, error_size };
+	*env = (struct dotenv){0};
+	struct parser p = {text, len, 0, 1, error, error_size};
 	if (memchr(text, '\0', len)) {
 		snprintf(error, error_size, "the text holds a NUL byte; dotenv text is plain text");
 		return false;
@@ -214,7 +215,7 @@ void dotenv_free(struct dotenv *env)
 		free(env->entries[i].value);
 	}
 	free(env->entries);
-	*env = (struct dotenv){ 0 };
+	*env = (struct dotenv){0};
 }
 
 bool dotenv_url_password(const char *value, size_t *start, size_t *len)

@@ -15,7 +15,7 @@
 
 struct dotenv_entry {
 	char *name;
-	char *value;	/* NUL-terminated, never holds NUL */
+	char *value; /* NUL-terminated, never holds NUL */
 };
 
 struct dotenv {
@@ -25,8 +25,7 @@ struct dotenv {
 
 /* Parses `len` bytes. On malformed text returns false with a sentence naming
  * the line in `error` and leaves `env` empty. */
-bool dotenv_parse(const char *text, size_t len, struct dotenv *env,
-		  char *error, size_t error_size);
+bool dotenv_parse(const char *text, size_t len, struct dotenv *env, char *error, size_t error_size);
 /* Frees the entries, wiping the values. */
 void dotenv_free(struct dotenv *env);
 

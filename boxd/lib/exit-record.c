@@ -82,18 +82,30 @@ bool shim_meta_parse(struct shim_meta *meta, const char *data, size_t length)
 	size_t n;
 	bool malformed;
 	while (fields_next(&r, &key, &v, &n, &malformed)) {
-		if (!strcmp(key, "id")) set_string(&meta->id, v, n);
-		else if (!strcmp(key, "cmd")) set_string(&meta->cmd, v, n);
-		else if (!strcmp(key, "cwd")) set_string(&meta->cwd, v, n);
-		else if (!strcmp(key, "user")) set_string(&meta->user, v, n);
-		else if (!strcmp(key, "logPath")) set_string(&meta->log_path, v, n);
-		else if (!strcmp(key, "cgroup")) set_string(&meta->cgroup, v, n);
-		else if (!strcmp(key, "pidsCgroup")) set_string(&meta->pids_cgroup, v, n);
-		else if (!strcmp(key, "background")) meta->background = fields_int(v, n, 0);
-		else if (!strcmp(key, "startedAt")) meta->started_at = fields_int(v, n, 0);
-		else if (!strcmp(key, "timeoutMs")) meta->timeout_ms = fields_int(v, n, 0);
-		else if (!strcmp(key, "pid")) meta->pid = (int)fields_int(v, n, 0);
-		else if (!strcmp(key, "shimPid")) meta->shim_pid = (int)fields_int(v, n, 0);
+		if (!strcmp(key, "id"))
+			set_string(&meta->id, v, n);
+		else if (!strcmp(key, "cmd"))
+			set_string(&meta->cmd, v, n);
+		else if (!strcmp(key, "cwd"))
+			set_string(&meta->cwd, v, n);
+		else if (!strcmp(key, "user"))
+			set_string(&meta->user, v, n);
+		else if (!strcmp(key, "logPath"))
+			set_string(&meta->log_path, v, n);
+		else if (!strcmp(key, "cgroup"))
+			set_string(&meta->cgroup, v, n);
+		else if (!strcmp(key, "pidsCgroup"))
+			set_string(&meta->pids_cgroup, v, n);
+		else if (!strcmp(key, "background"))
+			meta->background = fields_int(v, n, 0);
+		else if (!strcmp(key, "startedAt"))
+			meta->started_at = fields_int(v, n, 0);
+		else if (!strcmp(key, "timeoutMs"))
+			meta->timeout_ms = fields_int(v, n, 0);
+		else if (!strcmp(key, "pid"))
+			meta->pid = (int)fields_int(v, n, 0);
+		else if (!strcmp(key, "shimPid"))
+			meta->shim_pid = (int)fields_int(v, n, 0);
 	}
 	if (malformed || !meta->id) {
 		shim_meta_free(meta);
@@ -188,18 +200,30 @@ bool exit_record_parse(struct exit_record *record, const char *data, size_t leng
 	size_t n;
 	bool malformed;
 	while (fields_next(&r, &key, &v, &n, &malformed)) {
-		if (!strcmp(key, "exitCode")) record->exit_code = (int)fields_int(v, n, -1);
-		else if (!strcmp(key, "signal")) record->signal = (int)fields_int(v, n, 0);
-		else if (!strcmp(key, "timedOut")) record->timed_out = fields_int(v, n, 0);
-		else if (!strcmp(key, "cpuMs")) record->cpu_ms = fields_int(v, n, -1);
-		else if (!strcmp(key, "peakMemoryBytes")) record->peak_memory_bytes = fields_int(v, n, -1);
-		else if (!strcmp(key, "oomKills")) record->oom_kills = fields_int(v, n, -1);
-		else if (!strcmp(key, "endedAt")) record->ended_at = fields_int(v, n, 0);
-		else if (!strcmp(key, "durationMs")) record->duration_ms = fields_int(v, n, 0);
-		else if (!strcmp(key, "logBytes")) record->log_bytes = fields_int(v, n, 0);
-		else if (!strcmp(key, "truncated")) record->truncated = fields_int(v, n, 0);
-		else if (!strcmp(key, "logError")) set_string(&record->log_error, v, n);
-		else if (!strcmp(key, "message")) set_string(&record->message, v, n);
+		if (!strcmp(key, "exitCode"))
+			record->exit_code = (int)fields_int(v, n, -1);
+		else if (!strcmp(key, "signal"))
+			record->signal = (int)fields_int(v, n, 0);
+		else if (!strcmp(key, "timedOut"))
+			record->timed_out = fields_int(v, n, 0);
+		else if (!strcmp(key, "cpuMs"))
+			record->cpu_ms = fields_int(v, n, -1);
+		else if (!strcmp(key, "peakMemoryBytes"))
+			record->peak_memory_bytes = fields_int(v, n, -1);
+		else if (!strcmp(key, "oomKills"))
+			record->oom_kills = fields_int(v, n, -1);
+		else if (!strcmp(key, "endedAt"))
+			record->ended_at = fields_int(v, n, 0);
+		else if (!strcmp(key, "durationMs"))
+			record->duration_ms = fields_int(v, n, 0);
+		else if (!strcmp(key, "logBytes"))
+			record->log_bytes = fields_int(v, n, 0);
+		else if (!strcmp(key, "truncated"))
+			record->truncated = fields_int(v, n, 0);
+		else if (!strcmp(key, "logError"))
+			set_string(&record->log_error, v, n);
+		else if (!strcmp(key, "message"))
+			set_string(&record->message, v, n);
 		else if (!strcmp(key, "stdout") || !strcmp(key, "stderr")) {
 			int which = key[3] == 'e';
 			free(record->captures[which]);
@@ -239,14 +263,16 @@ static const struct {
 	int number;
 	const char *name;
 } signal_names[] = {
-	{SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-	{SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"}, {SIGFPE, "SIGFPE"},
-	{SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-	{SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
-	{SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
-	{SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
-	{SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},
-	{SIGPWR, "SIGPWR"}, {SIGSYS, "SIGSYS"},
+	{SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+	{SIGILL, "SIGILL"},       {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+	{SIGBUS, "SIGBUS"},       {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+	{SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+	{SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+	{SIGCHLD, "SIGCHLD"},     {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
+	{SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
+	{SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+	{SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
+	{SIGIO, "SIGIO"},         {SIGPWR, "SIGPWR"},   {SIGSYS, "SIGSYS"},
 };
 
 const char *signal_name(int number)

@@ -22,32 +22,32 @@
 
 struct shim_meta {
 	char *id;
-	char *cmd;          /* masked */
-	char *cwd;          /* masked */
+	char *cmd; /* masked */
+	char *cwd; /* masked */
 	char *user;
 	char *log_path;
-	char *cgroup;       /* the command's cgroup v2 dir, or NULL */
-	char *pids_cgroup;  /* its cgroup v1 pids dir (hybrid hosts), or NULL */
+	char *cgroup;      /* the command's cgroup v2 dir, or NULL */
+	char *pids_cgroup; /* its cgroup v1 pids dir (hybrid hosts), or NULL */
 	bool background;
 	int64_t started_at; /* ms since the epoch */
 	int64_t timeout_ms;
-	int pid;            /* the command's shell */
+	int pid; /* the command's shell */
 	int shim_pid;
 };
 
 struct exit_record {
-	int exit_code;          /* the shell's status; 128+N when killed by N; 124 on timeout */
-	int signal;             /* 0 when it exited normally */
+	int exit_code; /* the shell's status; 128+N when killed by N; 124 on timeout */
+	int signal;    /* 0 when it exited normally */
 	bool timed_out;
-	int64_t cpu_ms;         /* EXIT_RECORD_UNKNOWN when the kernel cannot tell */
+	int64_t cpu_ms; /* EXIT_RECORD_UNKNOWN when the kernel cannot tell */
 	int64_t peak_memory_bytes;
-	int64_t oom_kills;      /* processes the OOM killer killed; EXIT_RECORD_UNKNOWN: cannot tell */
+	int64_t oom_kills; /* processes the OOM killer killed; EXIT_RECORD_UNKNOWN: cannot tell */
 	int64_t ended_at;
 	int64_t duration_ms;
-	int64_t log_bytes;      /* bytes written to the log over the command's life */
-	bool truncated;         /* a foreground capture dropped its middle */
-	char *log_error;        /* why the log is incomplete (disk full...), or NULL */
-	char *message;          /* set when the shim did not see the end itself */
+	int64_t log_bytes; /* bytes written to the log over the command's life */
+	bool truncated;    /* a foreground capture dropped its middle */
+	char *log_error;   /* why the log is incomplete (disk full...), or NULL */
+	char *message;     /* set when the shim did not see the end itself */
 	/* A foreground command's captures (stdout, stderr), when they are small
 	 * enough to travel in the record itself (SHIM_MSG_EXIT and the exit
 	 * file); otherwise they are the files stdout and stderr beside it. */

@@ -19,8 +19,10 @@ bool fd_passing_send_message(int channel, int fd, const void *data, size_t lengt
 	struct iovec part = {(void *)data, length};
 	union one_fd control;
 	memset(&control, 0, sizeof control);
-	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
+	struct msghdr message = {.msg_iov = &part,
+				 .msg_iovlen = 1,
+				 .msg_control = control.space,
+				 .msg_controllen = sizeof control.space};
 	struct cmsghdr *header = CMSG_FIRSTHDR(&message);
 	header->cmsg_level = SOL_SOCKET;
 	header->cmsg_type = SCM_RIGHTS;
@@ -50,8 +52,10 @@ int fd_passing_receive(int channel, char *tag)
 	char byte;
 	struct iovec part = {&byte, 1};
 	union one_fd control;
-	struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
-				 .msg_control = control.space, .msg_controllen = sizeof control.space};
+	struct msghdr message = {.msg_iov = &part,
+				 .msg_iovlen = 1,
+				 .msg_control = control.space,
+				 .msg_controllen = sizeof control.space};
 	ssize_t n;
 	do
 		n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
@@ -75,7 +79,8 @@ char *fd_passing_receive_message(int channel, size_t limit, size_t *length, int 
 		char *data = xmalloc((size_t)size + 1);
 		struct iovec part = {data, (size_t)size};
 		union one_fd control;
-		struct msghdr message = {.msg_iov = &part, .msg_iovlen = 1,
+		struct msghdr message = {.msg_iov = &part,
+					 .msg_iovlen = 1,
 					 .msg_control = control.space,
 					 .msg_controllen = sizeof control.space};
 		ssize_t n = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);

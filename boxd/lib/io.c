@@ -110,7 +110,8 @@ int io_replace_open(const char *path, mode_t mode)
 	if (!temporary_name(path, temporary, sizeof temporary))
 		return -1;
 	for (int attempt = 0; attempt < 8; attempt++) {
-		int fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		int fd =
+			open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0 || errno != EEXIST)
 			return fd;
 		/* Left by a cut write, or put there: a name, never followed. */
@@ -164,8 +165,7 @@ bool io_replace_commit(int fd, const char *path, bool written, unsigned flags)
 	return true;
 }
 
-bool io_replace_file(const char *path, const void *data, size_t length, mode_t mode,
-		     unsigned flags)
+bool io_replace_file(const char *path, const void *data, size_t length, mode_t mode, unsigned flags)
 {
 	int fd = io_replace_open(path, mode);
 	if (fd < 0)

@@ -19,7 +19,6 @@ enum log_level {
 /* Lines above this level are dropped (default LOG_LEVEL_INFO). */
 void log_set_level(enum log_level level);
 
-void log_msg(enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -29,8 +29,8 @@ void manifest_hex_encode(const void *data, size_t length, char *out)
 }
 
 const char *manifest_parse_line(const char *line, size_t length,
-				unsigned char sha1[MANIFEST_SHA1_SIZE],
-				char *path, size_t *path_length)
+				unsigned char sha1[MANIFEST_SHA1_SIZE], char *path,
+				size_t *path_length)
 {
 	if (length > 0 && line[length - 1] == '\r')
 		length--;

@@ -16,8 +16,8 @@
  * (length / 2 + 1) bytes; the path is NUL-terminated and checked with
  * safe_path_check(). Returns NULL, or a sentence saying what is wrong. */
 const char *manifest_parse_line(const char *line, size_t length,
-				unsigned char sha1[MANIFEST_SHA1_SIZE],
-				char *path, size_t *path_length);
+				unsigned char sha1[MANIFEST_SHA1_SIZE], char *path,
+				size_t *path_length);
 
 /* Lower-case hex of `length` bytes into `out` (2 * length + 1 bytes). */
 void manifest_hex_encode(const void *data, size_t length, char *out);

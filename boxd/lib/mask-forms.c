@@ -30,7 +30,7 @@ static void bytes_wipe(struct secret_buffer *b)
 
 void mask_forms_init(struct mask_forms *forms)
 {
-	*forms = (struct mask_forms){ 0 };
+	*forms = (struct mask_forms){0};
 }
 
 /* Takes ownership of b's buffer. */
@@ -40,7 +40,7 @@ static void forms_take_as(struct mask_forms *forms, struct secret_buffer *b, boo
 		forms->cap = forms->cap ? forms->cap * 2 : 16;
 		forms->items = xrealloc(forms->items, forms->cap * sizeof *forms->items);
 	}
-	forms->items[forms->count++] = (struct mask_form_item){ b->data, b->length, wraps };
+	forms->items[forms->count++] = (struct mask_form_item){b->data, b->length, wraps};
 	*b = (struct secret_buffer){0};
 }
 
@@ -87,8 +87,12 @@ static bool encode_json(struct secret_buffer *out, const char *v, size_t len, in
 			break;
 		}
 		if (c < 0x20 || (html && (c == '<' || c == '>' || c == '&'))) {
-			esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
-			esc[4] = hex_lower[c >> 4]; esc[5] = hex_lower[c & 15];
+			esc[0] = '\\';
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex_lower[c >> 4];
+			esc[5] = hex_lower[c & 15];
 			bytes_put(out, esc, 6);
 			continue;
 		}
@@ -108,7 +112,7 @@ static bool encode_json(struct secret_buffer *out, const char *v, size_t len, in
 			cp = (cp << 6) | (cc & 0x3F);
 		}
 		i += extra;
-		uint32_t units[2] = { cp, 0 };
+		uint32_t units[2] = {cp, 0};
 		int n = 1;
 		if (cp >= 0x10000) {
 			cp -= 0x10000;
@@ -117,7 +121,8 @@ static bool encode_json(struct secret_buffer *out, const char *v, size_t len, in
 			n = 2;
 		}
 		for (int k = 0; k < n; k++) {
-			esc[0] = '\\'; esc[1] = 'u';
+			esc[0] = '\\';
+			esc[1] = 'u';
 			for (int d = 0; d < 4; d++)
 				esc[2 + d] = hex_lower[(units[k] >> (12 - 4 * d)) & 15];
 			bytes_put(out, esc, 6);
@@ -138,15 +143,16 @@ static void encode_url(struct secret_buffer *out, const char *v, size_t len, enu
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)v[i];
 		bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-				  (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-				  c == '_' || c == '~';
-		bool js_kept = (style & URL_JS) && (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*');
+				  (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+				  c == '~';
+		bool js_kept = (style & URL_JS) &&
+			       (c == '!' || c == '\'' || c == '(' || c == ')' || c == '*');
 		if (unreserved || js_kept || (c == '/' && (style & URL_KEEP_SLASH))) {
 			bytes_putc(out, (char)c);
 		} else if (c == ' ' && (style & URL_PLUS)) {
 			bytes_putc(out, '+');
 		} else {
-			char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
+			char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
 			bytes_put(out, esc, 3);
 		}
 	}
@@ -176,14 +182,14 @@ static void encode_shell_double(struct secret_buffer *out, const char *v, size_t
 /* The base64 characters that depend on the value alone when it sits `align`
  * bytes (0..2) past a 3-byte group boundary of a longer base64 stream: the
  * characters whose 6 bits all come from the value. */
-static void encode_base64_core(struct secret_buffer *out, const char *v, size_t len,
-			       int align, bool url_safe)
+static void encode_base64_core(struct secret_buffer *out, const char *v, size_t len, int align,
+			       bool url_safe)
 {
-	const char *alphabet = url_safe ?
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" :
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *alphabet =
+		url_safe ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+			 : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t bit_from = 8 * (size_t)align, bit_to = bit_from + 8 * len;
-	size_t first = (bit_from + 5) / 6, last = bit_to / 6;	/* chars [first, last) */
+	size_t first = (bit_from + 5) / 6, last = bit_to / 6; /* chars [first, last) */
 	for (size_t k = first; k < last; k++) {
 		unsigned sextet = 0;
 		for (size_t bit = 6 * k; bit < 6 * k + 6; bit++) {
@@ -200,7 +206,8 @@ static void encode_base64_core(struct secret_buffer *out, const char *v, size_t 
  * they would start a word (so twice: the value as the whole argument, and
  * inside a longer one). Returns false (and nothing) when bash would write
  * $'...' instead. */
-static bool encode_shell_backslash(struct secret_buffer *out, const char *v, size_t len, bool at_start)
+static bool encode_shell_backslash(struct secret_buffer *out, const char *v, size_t len,
+				   bool at_start)
 {
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)v[i];
@@ -210,7 +217,8 @@ static bool encode_shell_backslash(struct secret_buffer *out, const char *v, siz
 		if (c == '#')
 			escape = at_start && i == 0;
 		if (c == '~')
-			escape = (at_start && i == 0) || (i > 0 && (v[i - 1] == '=' || v[i - 1] == ':'));
+			escape = (at_start && i == 0) ||
+				 (i > 0 && (v[i - 1] == '=' || v[i - 1] == ':'));
 		if (escape)
 			bytes_putc(out, '\\');
 		bytes_putc(out, (char)c);
@@ -226,8 +234,13 @@ static bool encode_shell_backslash(struct secret_buffer *out, const char *v, siz
  * ESC_OCTAL as \NNN. ESC_ALL escapes every byte that way (`\x73\x6b...`
  * as printf and echo -e take it). */
 enum escape_style {
-	ESC_C = 1, ESC_BASH = 2, ESC_DQUOTE = 4, ESC_HIGH = 8, ESC_OCTAL = 16,
-	ESC_UPPER = 32, ESC_ALL = 64,
+	ESC_C = 1,
+	ESC_BASH = 2,
+	ESC_DQUOTE = 4,
+	ESC_HIGH = 8,
+	ESC_OCTAL = 16,
+	ESC_UPPER = 32,
+	ESC_ALL = 64,
 };
 
 static void encode_escaped(struct secret_buffer *out, const char *v, size_t len, int style)
@@ -251,7 +264,7 @@ static void encode_escaped(struct secret_buffer *out, const char *v, size_t len,
 			case '"': named = style & ESC_DQUOTE ? '"' : 0; break;
 			}
 			if (named) {
-				char esc[2] = { '\\', named };
+				char esc[2] = {'\\', named};
 				bytes_put(out, esc, 2);
 				continue;
 			}
@@ -261,11 +274,11 @@ static void encode_escaped(struct secret_buffer *out, const char *v, size_t len,
 			}
 		}
 		if (style & ESC_OCTAL) {
-			char esc[4] = { '\\', (char)('0' + (c >> 6)), (char)('0' + ((c >> 3) & 7)),
-					(char)('0' + (c & 7)) };
+			char esc[4] = {'\\', (char)('0' + (c >> 6)), (char)('0' + ((c >> 3) & 7)),
+				       (char)('0' + (c & 7))};
 			bytes_put(out, esc, 4);
 		} else {
-			char esc[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+			char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
 			bytes_put(out, esc, 4);
 		}
 	}
@@ -274,7 +287,7 @@ static void encode_escaped(struct secret_buffer *out, const char *v, size_t len,
 static void encode_hex(struct secret_buffer *out, const char *v, size_t len, const char *digits)
 {
 	for (size_t i = 0; i < len; i++) {
-		char pair[2] = { digits[(unsigned char)v[i] >> 4], digits[(unsigned char)v[i] & 15] };
+		char pair[2] = {digits[(unsigned char)v[i] >> 4], digits[(unsigned char)v[i] & 15]};
 		bytes_put(out, pair, 2);
 	}
 }
@@ -292,11 +305,18 @@ static void add_escapes(struct mask_forms *forms, const char *v, size_t len)
 		bytes_wipe(&b);
 	}
 	static const int styles[] = {
-		0, ESC_DQUOTE, ESC_HIGH, ESC_HIGH | ESC_DQUOTE,		/* Python str, bytes */
-		ESC_C | ESC_DQUOTE, ESC_C | ESC_DQUOTE | ESC_HIGH,	/* C, Go */
-		ESC_C | ESC_DQUOTE | ESC_HIGH | ESC_OCTAL,		/* C with octal */
-		ESC_C | ESC_BASH | ESC_OCTAL, ESC_C | ESC_BASH | ESC_OCTAL | ESC_HIGH, /* $'...' */
-		ESC_ALL, ESC_ALL | ESC_UPPER, ESC_ALL | ESC_OCTAL,	/* every byte */
+		0,
+		ESC_DQUOTE,
+		ESC_HIGH,
+		ESC_HIGH | ESC_DQUOTE, /* Python str, bytes */
+		ESC_C | ESC_DQUOTE,
+		ESC_C | ESC_DQUOTE | ESC_HIGH,             /* C, Go */
+		ESC_C | ESC_DQUOTE | ESC_HIGH | ESC_OCTAL, /* C with octal */
+		ESC_C | ESC_BASH | ESC_OCTAL,
+		ESC_C | ESC_BASH | ESC_OCTAL | ESC_HIGH, /* $'...' */
+		ESC_ALL,
+		ESC_ALL | ESC_UPPER,
+		ESC_ALL | ESC_OCTAL, /* every byte */
 	};
 	for (size_t i = 0; i < sizeof styles / sizeof *styles; i++) {
 		if ((styles[i] & ESC_ALL) && len > ESCAPE_ALL_MAX)
@@ -323,7 +343,7 @@ static void add_encodings(struct mask_forms *forms, const char *v, size_t len)
 	forms_copy(forms, v, len);
 	add_escapes(forms, v, len);
 	add_hex(forms, v, len);
-	static const int json_styles[] = { 0, JSON_ASCII, JSON_SLASH, JSON_HTML };
+	static const int json_styles[] = {0, JSON_ASCII, JSON_SLASH, JSON_HTML};
 	for (size_t style = 0; style < sizeof json_styles / sizeof *json_styles; style++) {
 		bool ok = encode_json(&b, v, len, json_styles[style]);
 		if (ok)
@@ -353,8 +373,7 @@ static void add_base64(struct mask_forms *forms, const char *v, size_t len)
 		}
 }
 
-void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
-			  bool encodings)
+void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len, bool encodings)
 {
 	if (!encodings) {
 		forms_copy(forms, value, len);
@@ -436,5 +455,5 @@ void mask_forms_free(struct mask_forms *forms)
 	for (size_t i = 0; i < forms->count; i++)
 		item_wipe(&forms->items[i]);
 	free(forms->items);
-	*forms = (struct mask_forms){ 0 };
+	*forms = (struct mask_forms){0};
 }

@@ -23,8 +23,7 @@ struct mask_forms {
 void mask_forms_init(struct mask_forms *forms);
 /* Adds every form of the value (duplicates and short forms included), or
  * only the raw bytes when `encodings` is false. */
-void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len,
-			  bool encodings);
+void mask_forms_add_value(struct mask_forms *forms, const char *value, size_t len, bool encodings);
 /* Drops duplicates (a form kept both ways keeps `wraps`) and forms shorter
  * than `min_length` (mask.c's MASK_MIN_FORM). */
 void mask_forms_finish(struct mask_forms *forms, size_t min_length);

@@ -42,7 +42,7 @@
 struct mask_form {
 	const char *data;
 	size_t len;
-	bool wraps;		/* may have line ends inside (base64, hex) */
+	bool wraps; /* may have line ends inside (base64, hex) */
 };
 
 /* Forms sharing the first 8 bytes `key`: order[start .. start+count). */
@@ -56,24 +56,24 @@ struct mask_set {
 	int refs;
 	size_t count;
 	size_t max_len;
-	size_t max_span;	/* longest occurrence, line ends included */
+	size_t max_span; /* longest occurrence, line ends included */
 	struct mask_form *forms;
-	char *blob;		/* all forms' bytes: locked, undumpable */
+	char *blob; /* all forms' bytes: locked, undumpable */
 	size_t blob_size;
-	uint32_t *order;	/* form indices by (key, length descending) */
-	size_t entries;		/* length of order: forms and their line-end keys */
+	uint32_t *order; /* form indices by (key, length descending) */
+	size_t entries;  /* length of order: forms and their line-end keys */
 	struct mask_slot *slots;
 	uint64_t slot_mask;
 	int slot_shift;
-	uint32_t *first_byte[256];	/* forms by first byte, for the tail */
+	uint32_t *first_byte[256]; /* forms by first byte, for the tail */
 	uint32_t first_count[256];
-	int filter_shift;	/* 32 - log2(bits) */
+	int filter_shift; /* 32 - log2(bits) */
 	uint8_t *filter;
-	size_t filter_size;	/* bytes */
-	int keys_shift;		/* 64 - log2(bits) */
-	size_t back;		/* a probe hit checks the starts this far back */
-	uint8_t *key_bits;	/* the 8-byte keys, hashed: a start's first test */
-	size_t key_bits_size;	/* bytes */
+	size_t filter_size;   /* bytes */
+	int keys_shift;       /* 64 - log2(bits) */
+	size_t back;          /* a probe hit checks the starts this far back */
+	uint8_t *key_bits;    /* the 8-byte keys, hashed: a start's first test */
+	size_t key_bits_size; /* bytes */
 };
 
 /* What a scan needs besides the input: where output goes and the run. */
@@ -81,9 +81,9 @@ struct mask_scan {
 	const struct mask_set *set;
 	mask_output_fn output;
 	void *ctx;
-	uint64_t base;		/* absolute offset of the input's first byte */
-	uint64_t out_off;	/* output is decided up to here */
-	uint64_t run_end;	/* end of the last masked run */
+	uint64_t base;    /* absolute offset of the input's first byte */
+	uint64_t out_off; /* output is decided up to here */
+	uint64_t run_end; /* end of the last masked run */
 };
 
 struct mask_stream {
@@ -123,7 +123,7 @@ struct prefix_entry {
 	uint64_t key;
 	size_t len;
 	uint32_t index;
-	bool anchored;		/* the key's own 4-grams go into the filter */
+	bool anchored; /* the key's own 4-grams go into the filter */
 };
 
 static int compare_by_prefix(const void *a, const void *b)
@@ -146,8 +146,8 @@ static int compare_by_prefix(const void *a, const void *b)
  * WRAP_BACK bytes before it. Only when fewer than 8 characters follow the
  * line end (a short form) does the key's own 4-grams go in. */
 #define WRAP_KEYS_PER_FORM 14
-#define WRAP_ANCHOR_MAX 11	/* the last form offset whose 4-gram goes in */
-#define WRAP_BACK 13		/* 7 characters, "\r\n", the 5 probe offsets */
+#define WRAP_ANCHOR_MAX 11 /* the last form offset whose 4-gram goes in */
+#define WRAP_BACK 13       /* 7 characters, "\r\n", the 5 probe offsets */
 
 static size_t wrap_keys(const struct mask_form *f, uint64_t keys[WRAP_KEYS_PER_FORM],
 			bool anchored[WRAP_KEYS_PER_FORM])
@@ -158,7 +158,8 @@ static size_t wrap_keys(const struct mask_form *f, uint64_t keys[WRAP_KEYS_PER_F
 			char text[16];
 			memcpy(text, f->data, j);
 			memcpy(text + j, &"\r\n"[2 - eol], eol);
-			memcpy(text + j + eol, f->data + j, 8 - j < f->len - j ? 8 - j : f->len - j);
+			memcpy(text + j + eol, f->data + j,
+			       8 - j < f->len - j ? 8 - j : f->len - j);
 			anchored[n] = j + 8 > f->len;
 			keys[n++] = load64(text);
 		}
@@ -181,14 +182,14 @@ static void set_index(struct mask_set *set)
 	size_t n = 0;
 	for (size_t i = 0; i < set->count; i++) {
 		const struct mask_form *f = &set->forms[i];
-		entries[n++] = (struct prefix_entry){ load64(f->data), f->len, (uint32_t)i, true };
+		entries[n++] = (struct prefix_entry){load64(f->data), f->len, (uint32_t)i, true};
 		if (f->wraps) {
 			uint64_t keys[WRAP_KEYS_PER_FORM];
 			bool anchored[WRAP_KEYS_PER_FORM];
 			size_t k = wrap_keys(f, keys, anchored);
 			for (size_t j = 0; j < k; j++)
-				entries[n++] = (struct prefix_entry){ keys[j], f->len, (uint32_t)i,
-								      anchored[j] };
+				entries[n++] = (struct prefix_entry){keys[j], f->len, (uint32_t)i,
+								     anchored[j]};
 			set->back = WRAP_BACK;
 		}
 	}
@@ -215,7 +216,7 @@ static void set_index(struct mask_set *set)
 		uint64_t h = hash8(key, set->slot_shift);
 		while (set->slots[h].count)
 			h = (h + 1) & set->slot_mask;
-		set->slots[h] = (struct mask_slot){ key, (uint32_t)i, (uint32_t)(j - i) };
+		set->slots[h] = (struct mask_slot){key, (uint32_t)i, (uint32_t)(j - i)};
 		i = j;
 	}
 
@@ -236,7 +237,8 @@ static void set_index(struct mask_set *set)
 	for (size_t i = 0; i < set->count; i++)
 		grams += set->forms[i].wraps ? WRAP_ANCHOR_MAX - 4 : 0;
 	int filter_bits = FILTER_MIN_BITS;
-	while (filter_bits < FILTER_MAX_BITS && (1ull << filter_bits) < grams * FILTER_BITS_PER_GRAM)
+	while (filter_bits < FILTER_MAX_BITS &&
+	       (1ull << filter_bits) < grams * FILTER_BITS_PER_GRAM)
 		filter_bits++;
 	set->filter_shift = 32 - filter_bits;
 	set->filter_size = (1u << filter_bits) / 8;
@@ -259,15 +261,15 @@ static void set_index(struct mask_set *set)
 	for (int b = 0; b < 256; b++)
 		if (set->first_count[b])
 			set->first_byte[b] = xmalloc(set->first_count[b] * sizeof(uint32_t));
-	uint32_t filled[256] = { 0 };
+	uint32_t filled[256] = {0};
 	for (size_t i = 0; i < set->count; i++) {
 		uint8_t b = (uint8_t)set->forms[i].data[0];
 		set->first_byte[b][filled[b]++] = (uint32_t)i;
 	}
 }
 
-static struct mask_set *set_build(const char *const *values, const size_t *lens,
-				   size_t count, bool encodings)
+static struct mask_set *set_build(const char *const *values, const size_t *lens, size_t count,
+				  bool encodings)
 {
 	struct mask_set *set = xcalloc(1, sizeof *set);
 	set->refs = 1;
@@ -290,10 +292,9 @@ static struct mask_set *set_build(const char *const *values, const size_t *lens,
 		set->blob_size += forms.items[i].len;
 	long page = 4096;
 	size_t mapped = (set->blob_size + page - 1) / page * page;
-	set->blob = mmap(NULL, mapped, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	set->blob = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (set->blob == MAP_FAILED)
-		abort();	/* out of memory, as xmalloc would */
+		abort(); /* out of memory, as xmalloc would */
 	/* Best effort: an unprivileged shim may not be allowed to lock. */
 	(void)mlock(set->blob, mapped);
 	(void)madvise(set->blob, mapped, MADV_DONTDUMP);
@@ -304,7 +305,7 @@ static struct mask_set *set_build(const char *const *values, const size_t *lens,
 	for (size_t i = 0; i < forms.count; i++) {
 		size_t len = forms.items[i].len;
 		memcpy(set->blob + at, forms.items[i].data, len);
-		set->forms[i] = (struct mask_form){ set->blob + at, len, forms.items[i].wraps };
+		set->forms[i] = (struct mask_form){set->blob + at, len, forms.items[i].wraps};
 		if (len > set->max_len)
 			set->max_len = len;
 		/* At most one line end (2 bytes) per 8 characters, none after the last. */
@@ -318,14 +319,12 @@ static struct mask_set *set_build(const char *const *values, const size_t *lens,
 	return set;
 }
 
-struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
-			      size_t count)
+struct mask_set *mask_set_new(const char *const *values, const size_t *lens, size_t count)
 {
 	return set_build(values, lens, count, true);
 }
 
-struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens,
-				  size_t count)
+struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens, size_t count)
 {
 	return set_build(values, lens, count, false);
 }
@@ -457,8 +456,8 @@ static long match_wrapping(const struct mask_form *f, const char *text, size_t a
 
 /* Start p with at least 8 bytes available: longest complete occurrence, or
  * undecided when a form could still complete there. */
-static enum start_result check_start(const struct mask_set *set, const char *buf,
-				     size_t n, size_t p, bool final, size_t *len)
+static enum start_result check_start(const struct mask_set *set, const char *buf, size_t n,
+				     size_t p, bool final, size_t *len)
 {
 	uint64_t key = load64(buf + p);
 	uint64_t h = hash8(key, set->slot_shift);
@@ -509,8 +508,8 @@ static bool tail_is_prefix(const struct mask_set *set, const char *buf, size_t n
 }
 
 /* Checks starts [from, to) in order; true (with *stop) at an undecided one. */
-static bool scan_starts(struct mask_scan *scan, const char *buf, size_t n, size_t from,
-			size_t to, bool final, size_t *stop)
+static bool scan_starts(struct mask_scan *scan, const char *buf, size_t n, size_t from, size_t to,
+			bool final, size_t *stop)
 {
 	const struct mask_set *set = scan->set;
 	for (size_t p = from; p < to; p++) {
@@ -538,11 +537,11 @@ static size_t scan_run(struct mask_scan *scan, const char *buf, size_t n, bool f
 	if (set->count == 0)
 		goto done;
 	if (n >= 8) {
-		size_t starts = n - 7;		/* starts with 8 bytes available */
+		size_t starts = n - 7; /* starts with 8 bytes available */
 		const uint8_t *filter = set->filter;
 		const int shift = set->filter_shift;
 		const size_t back = set->back;
-		size_t next = 0;		/* starts before it are decided */
+		size_t next = 0; /* starts before it are decided */
 		for (size_t i = 0; i < starts + 4; i += 5) {
 			uint32_t h = hash4(load32(buf + i), shift);
 			if (!(filter[h >> 3] & (1u << (h & 7))))
@@ -581,12 +580,11 @@ static void stream_reserve(struct mask_stream *stream, size_t need)
 	secret_buffer_reserve(&stream->held, need);
 }
 
-struct mask_stream *mask_stream_new(struct mask_set *set,
-				    mask_output_fn output, void *ctx)
+struct mask_stream *mask_stream_new(struct mask_set *set, mask_output_fn output, void *ctx)
 {
 	struct mask_stream *stream = xcalloc(1, sizeof *stream);
 	stream->set = mask_set_ref(set);
-	stream->scan = (struct mask_scan){ .set = set, .output = output, .ctx = ctx };
+	stream->scan = (struct mask_scan){.set = set, .output = output, .ctx = ctx};
 	return stream;
 }
 
@@ -672,10 +670,10 @@ static void collect_output(void *ctx, const char *data, size_t len)
 
 char *mask_bytes(struct mask_set *set, const char *data, size_t len, size_t *out_len)
 {
-	struct collect c = { .cap = len + 1 };
+	struct collect c = {.cap = len + 1};
 	c.data = xmalloc(c.cap);
 	if (set && set->count) {
-		struct mask_scan scan = { .set = set, .output = collect_output, .ctx = &c };
+		struct mask_scan scan = {.set = set, .output = collect_output, .ctx = &c};
 		scan_run(&scan, data, len, true);
 	} else if (len) {
 		collect_output(&c, data, len);

@@ -51,12 +51,10 @@ struct mask_stream;
  * NUL-terminated strings). Values shorter than MASK_MIN_FORM are ignored.
  * Returns a set with one reference; never NULL (an empty set masks nothing).
  * The caller may wipe its copies of the values afterwards. */
-struct mask_set *mask_set_new(const char *const *values, const size_t *lens,
-			      size_t count);
+struct mask_set *mask_set_new(const char *const *values, const size_t *lens, size_t count);
 /* The same with the raw bytes only, no encoded forms (for measurements and
  * for text already decoded). */
-struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens,
-				  size_t count);
+struct mask_set *mask_set_new_raw(const char *const *values, const size_t *lens, size_t count);
 struct mask_set *mask_set_ref(struct mask_set *set);
 void mask_set_unref(struct mask_set *set);
 
@@ -73,8 +71,7 @@ size_t mask_set_memory(const struct mask_set *set);
 typedef void (*mask_output_fn)(void *ctx, const char *data, size_t len);
 
 /* A stream over `set` (takes its own reference) writing to `output`. */
-struct mask_stream *mask_stream_new(struct mask_set *set,
-				    mask_output_fn output, void *ctx);
+struct mask_stream *mask_stream_new(struct mask_set *set, mask_output_fn output, void *ctx);
 /* Masks `len` bytes; writes what is decided, holds back the rest. */
 void mask_stream_feed(struct mask_stream *stream, const char *data, size_t len);
 /* End of stream: writes everything still held back, masked. The stream can
@@ -93,7 +90,6 @@ void mask_stream_free(struct mask_stream *stream);
  * For JSON fields, steps, error messages and log lines. `set` may be NULL. */
 char *mask_text(struct mask_set *set, const char *text);
 /* Same for `len` bytes; `*out_len` receives the result's length. */
-char *mask_bytes(struct mask_set *set, const char *data, size_t len,
-		 size_t *out_len);
+char *mask_bytes(struct mask_set *set, const char *data, size_t len, size_t *out_len);
 
 #endif

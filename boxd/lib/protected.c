@@ -123,7 +123,8 @@ bool protected_add_in(const char *dir, pid_t pid, const char *cgroup)
 	else
 		protected_cgroup_of(pid, home, sizeof home);
 	snprintf(path, sizeof path, "%s/%d", dir, (int)pid);
-	int length = snprintf(entry, sizeof entry, "%" PRIu64 " %s\n", protected_start_time(pid), home);
+	int length =
+		snprintf(entry, sizeof entry, "%" PRIu64 " %s\n", protected_start_time(pid), home);
 	return length > 0 && length < (int)sizeof entry &&
 	       io_replace_file(path, entry, (size_t)length, 0600, 0);
 }
@@ -147,7 +148,8 @@ static bool entry_matches(const char *dir, pid_t pid, char *home, size_t home_si
 	if (fd < 0)
 		return false;
 	struct stat st;
-	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
+	ssize_t n =
+		fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
 	close(fd);
 	if (n <= 0)
 		return false;
@@ -173,7 +175,8 @@ bool protected_is(const char *dir, pid_t pid)
 }
 
 /* Calls `each` for every entry's pid; stops when it returns true. */
-static bool any_entry(const char *dir, bool (*each)(const char *dir, pid_t pid, void *arg), void *arg)
+static bool any_entry(const char *dir, bool (*each)(const char *dir, pid_t pid, void *arg),
+		      void *arg)
 {
 	DIR *directory = opendir(dir);
 	if (!directory)
@@ -221,7 +224,8 @@ static bool rescue_one(const char *dir, pid_t pid, void *arg)
 {
 	struct rescue *rescue = arg;
 	char home[PATH_MAX], now[PATH_MAX];
-	if (!entry_matches(dir, pid, home, sizeof home) || !home[0] || cgroup_dir_within(home, rescue->cgroup_dir))
+	if (!entry_matches(dir, pid, home, sizeof home) || !home[0] ||
+	    cgroup_dir_within(home, rescue->cgroup_dir))
 		return false;
 	protected_cgroup_of(pid, now, sizeof now);
 	if (now[0] && cgroup_dir_within(now, rescue->cgroup_dir))

@@ -88,34 +88,55 @@ static void take_string(char **slot, const char *value, size_t length)
 
 static bool take_field(struct shim_spec *s, const char *key, const char *v, size_t n)
 {
-	if (!strcmp(key, "id")) take_string(&s->id, v, n);
-	else if (!strcmp(key, "cmd")) take_string(&s->cmd, v, n);
-	else if (!strcmp(key, "cwd")) take_string(&s->cwd, v, n);
-	else if (!strcmp(key, "user")) take_string(&s->user, v, n);
-	else if (!strcmp(key, "uid")) s->uid = (uid_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "gid")) s->gid = (gid_t)fields_int(v, n, 0);
+	if (!strcmp(key, "id"))
+		take_string(&s->id, v, n);
+	else if (!strcmp(key, "cmd"))
+		take_string(&s->cmd, v, n);
+	else if (!strcmp(key, "cwd"))
+		take_string(&s->cwd, v, n);
+	else if (!strcmp(key, "user"))
+		take_string(&s->user, v, n);
+	else if (!strcmp(key, "uid"))
+		s->uid = (uid_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "gid"))
+		s->gid = (gid_t)fields_int(v, n, 0);
 	else if (!strcmp(key, "group")) {
 		s->groups = xrealloc(s->groups, (s->group_count + 1) * sizeof *s->groups);
 		s->groups[s->group_count++] = (gid_t)fields_int(v, n, 0);
-	} else if (!strcmp(key, "env")) push_string(&s->env, &s->env_count, v, n);
-	else if (!strcmp(key, "secret")) push_string(&s->secrets, &s->secret_count, v, n);
+	} else if (!strcmp(key, "env"))
+		push_string(&s->env, &s->env_count, v, n);
+	else if (!strcmp(key, "secret"))
+		push_string(&s->secrets, &s->secret_count, v, n);
 	else if (!strcmp(key, "stdin")) {
 		free(s->stdin_data);
 		s->stdin_data = fields_string(v, n);
 		s->stdin_length = n;
-	} else if (!strcmp(key, "timeoutMs")) s->timeout_ms = fields_int(v, n, 0);
-	else if (!strcmp(key, "maxOutputBytes")) s->max_output_bytes = (size_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "background")) s->background = fields_int(v, n, 0);
-	else if (!strcmp(key, "holdOutput")) s->hold_output = fields_int(v, n, 0);
-	else if (!strcmp(key, "stateDir")) take_string(&s->state_dir, v, n);
-	else if (!strcmp(key, "logPath")) take_string(&s->log_path, v, n);
-	else if (!strcmp(key, "logCapBytes")) s->log_cap_bytes = (uint64_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "cgroupBase")) take_string(&s->cgroup_base, v, n);
-	else if (!strcmp(key, "shimCgroup")) take_string(&s->shim_cgroup, v, n);
-	else if (!strcmp(key, "pidsBase")) take_string(&s->pids_base, v, n);
-	else if (!strcmp(key, "pidsMax")) s->pids_max = (uint64_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "memoryMax")) s->memory_max = (uint64_t)fields_int(v, n, 0);
-	else if (!strcmp(key, "protectedDir")) take_string(&s->protected_dir, v, n);
+	} else if (!strcmp(key, "timeoutMs"))
+		s->timeout_ms = fields_int(v, n, 0);
+	else if (!strcmp(key, "maxOutputBytes"))
+		s->max_output_bytes = (size_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "background"))
+		s->background = fields_int(v, n, 0);
+	else if (!strcmp(key, "holdOutput"))
+		s->hold_output = fields_int(v, n, 0);
+	else if (!strcmp(key, "stateDir"))
+		take_string(&s->state_dir, v, n);
+	else if (!strcmp(key, "logPath"))
+		take_string(&s->log_path, v, n);
+	else if (!strcmp(key, "logCapBytes"))
+		s->log_cap_bytes = (uint64_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "cgroupBase"))
+		take_string(&s->cgroup_base, v, n);
+	else if (!strcmp(key, "shimCgroup"))
+		take_string(&s->shim_cgroup, v, n);
+	else if (!strcmp(key, "pidsBase"))
+		take_string(&s->pids_base, v, n);
+	else if (!strcmp(key, "pidsMax"))
+		s->pids_max = (uint64_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "memoryMax"))
+		s->memory_max = (uint64_t)fields_int(v, n, 0);
+	else if (!strcmp(key, "protectedDir"))
+		take_string(&s->protected_dir, v, n);
 	else if (!strcmp(key, "rlimit")) {
 		char *text = fields_string(v, n);
 		struct shim_rlimit limit;
@@ -163,7 +184,8 @@ bool shim_spec_read(struct shim_spec *spec, int fd, char *error, size_t error_si
 	size_t length;
 	char *data = read_at_start(fd, &length);
 	if (!data)
-		return text_fail(error, error_size, "cannot read the spec on stdin: %s", strerror(errno));
+		return text_fail(error, error_size, "cannot read the spec on stdin: %s",
+				 strerror(errno));
 	bool ok = shim_spec_parse(spec, data, length, true, error, error_size);
 	explicit_bzero(data, length); /* secrets */
 	free(data);

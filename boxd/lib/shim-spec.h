@@ -21,17 +21,17 @@ struct shim_rlimit {
 struct shim_spec {
 	char *id;
 	char *cmd;
-	char *cwd;           /* absolute */
-	char *user;          /* as the caller named it, for the record */
+	char *cwd;  /* absolute */
+	char *user; /* as the caller named it, for the record */
 	uid_t uid;
 	gid_t gid;
-	gid_t *groups;       /* supplementary groups */
+	gid_t *groups; /* supplementary groups */
 	size_t group_count;
-	char **env;          /* "NAME=value", the command's whole environment */
+	char **env; /* "NAME=value", the command's whole environment */
 	size_t env_count;
-	char **secrets;      /* values to mask in output */
+	char **secrets; /* values to mask in output */
 	size_t secret_count;
-	char *stdin_data;    /* NULL: /dev/null */
+	char *stdin_data; /* NULL: /dev/null */
 	size_t stdin_length;
 	int64_t timeout_ms;
 	size_t max_output_bytes; /* per stream capture for a foreground result; 0: none */

@@ -31,7 +31,8 @@ bool text_json_has_nul(const char *json, size_t length)
 		if (json[i] == '"') {
 			in_string = !in_string;
 		} else if (in_string && json[i] == '\\' && i + 1 < length) {
-			if (json[i + 1] == 'u' && i + 5 < length && memcmp(json + i + 2, "0000", 4) == 0)
+			if (json[i + 1] == 'u' && i + 5 < length &&
+			    memcmp(json + i + 2, "0000", 4) == 0)
 				return true;
 			i++; /* the escaped character, so \\ and \" do not confuse the scan */
 		}

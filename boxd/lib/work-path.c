@@ -104,7 +104,8 @@ int work_path_walk(int dir_fd, const char *path, const struct work_path_walk *ho
 					own = rest;
 				if (target[0] == '/') {
 					close(fd);
-					fd = openat(how->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+					fd = openat(how->root_fd, ".",
+						    O_PATH | O_DIRECTORY | O_CLOEXEC);
 				}
 				continue;
 			}
@@ -155,7 +156,8 @@ int work_path_open(int work_fd, const char *work_dir, const char *dest, const ch
 		errno = EINVAL;
 		return -1;
 	}
-	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_DIRECTORY);
+	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".",
+					O_RDONLY | O_DIRECTORY);
 	int saved = errno;
 	free(relative);
 	errno = saved;

@@ -35,8 +35,8 @@ int work_path_open_following(int dir_fd, const char *path, int flags);
 typedef bool work_path_link_check(void *arg, const struct stat *link);
 
 struct work_path_walk {
-	int root_fd;      /* "/" for absolute link targets, opened in advance */
-	bool create;      /* make the path's own missing directories (mode 0755) */
+	int root_fd;                       /* "/" for absolute link targets, opened in advance */
+	bool create;                       /* make the path's own missing directories (mode 0755) */
 	work_path_link_check *refuse_link; /* optional */
 	void *arg;
 };

@@ -27,7 +27,7 @@ AVCodecContext *h264_open(const struct h264_settings *settings, char *error, siz
 	context->height = settings->height;
 	context->pix_fmt = AV_PIX_FMT_YUV420P;
 	context->time_base = settings->time_base;
-	context->framerate = (AVRational){ settings->fps, 1 };
+	context->framerate = (AVRational){settings->fps, 1};
 	context->gop_size = settings->fps * settings->keyframe_seconds;
 	context->max_b_frames = 0;
 	context->thread_count = 1;

@@ -11,10 +11,10 @@
 #include <libavcodec/avcodec.h>
 
 struct h264_settings {
-	int width, height;     /* even */
-	int fps;               /* the most frames a second */
-	AVRational time_base;  /* of the frames' pts: 1/fps (slots) or 1/1000 (ms) */
-	int keyframe_seconds;  /* a keyframe at least every fps * this coded frames */
+	int width, height;    /* even */
+	int fps;              /* the most frames a second */
+	AVRational time_base; /* of the frames' pts: 1/fps (slots) or 1/1000 (ms) */
+	int keyframe_seconds; /* a keyframe at least every fps * this coded frames */
 	/* Frames sent as AV_PICTURE_TYPE_I become IDR frames, where a decoder
 	 * can start (a live viewer joining). */
 	bool forced_idr;

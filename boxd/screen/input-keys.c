@@ -16,19 +16,47 @@ struct input_key_alias {
 
 /* What people and agents type, beside X's own names. */
 static const struct input_key_alias input_key_aliases[] = {
-	{ "ctrl", XK_Control_L }, { "control", XK_Control_L }, { "shift", XK_Shift_L },
-	{ "alt", XK_Alt_L }, { "meta", XK_Meta_L }, { "super", XK_Super_L },
-	{ "win", XK_Super_L }, { "windows", XK_Super_L }, { "cmd", XK_Super_L },
-	{ "command", XK_Super_L }, { "altgr", XK_ISO_Level3_Shift },
-	{ "enter", XK_Return }, { "return", XK_Return }, { "esc", XK_Escape },
-	{ "escape", XK_Escape }, { "tab", XK_Tab }, { "space", XK_space },
-	{ "backspace", XK_BackSpace }, { "del", XK_Delete }, { "delete", XK_Delete },
-	{ "ins", XK_Insert }, { "insert", XK_Insert }, { "home", XK_Home }, { "end", XK_End },
-	{ "pgup", XK_Page_Up }, { "pageup", XK_Page_Up }, { "page_up", XK_Page_Up },
-	{ "pgdn", XK_Page_Down }, { "pagedown", XK_Page_Down }, { "page_down", XK_Page_Down },
-	{ "up", XK_Up }, { "down", XK_Down }, { "left", XK_Left }, { "right", XK_Right },
-	{ "menu", XK_Menu }, { "capslock", XK_Caps_Lock }, { "printscreen", XK_Print },
-	{ "print", XK_Print }, { "pause", XK_Pause }, { "plus", XK_plus }, { "minus", XK_minus },
+	{"ctrl", XK_Control_L},
+	{"control", XK_Control_L},
+	{"shift", XK_Shift_L},
+	{"alt", XK_Alt_L},
+	{"meta", XK_Meta_L},
+	{"super", XK_Super_L},
+	{"win", XK_Super_L},
+	{"windows", XK_Super_L},
+	{"cmd", XK_Super_L},
+	{"command", XK_Super_L},
+	{"altgr", XK_ISO_Level3_Shift},
+	{"enter", XK_Return},
+	{"return", XK_Return},
+	{"esc", XK_Escape},
+	{"escape", XK_Escape},
+	{"tab", XK_Tab},
+	{"space", XK_space},
+	{"backspace", XK_BackSpace},
+	{"del", XK_Delete},
+	{"delete", XK_Delete},
+	{"ins", XK_Insert},
+	{"insert", XK_Insert},
+	{"home", XK_Home},
+	{"end", XK_End},
+	{"pgup", XK_Page_Up},
+	{"pageup", XK_Page_Up},
+	{"page_up", XK_Page_Up},
+	{"pgdn", XK_Page_Down},
+	{"pagedown", XK_Page_Down},
+	{"page_down", XK_Page_Down},
+	{"up", XK_Up},
+	{"down", XK_Down},
+	{"left", XK_Left},
+	{"right", XK_Right},
+	{"menu", XK_Menu},
+	{"capslock", XK_Caps_Lock},
+	{"printscreen", XK_Print},
+	{"print", XK_Print},
+	{"pause", XK_Pause},
+	{"plus", XK_plus},
+	{"minus", XK_minus},
 };
 
 static KeySym input_keys_lookup(const char *name)
@@ -50,7 +78,8 @@ static KeySym input_keys_lookup(const char *name)
 	bool word_start = true;
 	for (size_t i = 0; i <= length; i++) {
 		char c = name[i];
-		fixed[i] = word_start ? (char)toupper((unsigned char)c) : (char)tolower((unsigned char)c);
+		fixed[i] = word_start ? (char)toupper((unsigned char)c)
+				      : (char)tolower((unsigned char)c);
 		word_start = c == '_';
 	}
 	keysym = XStringToKeysym(fixed);
@@ -74,20 +103,23 @@ int input_keys_parse(const char *combo, KeySym keysyms[INPUT_KEYS_MAX_COMBO], ch
 		size_t length = (size_t)(end - part);
 		char name[64];
 		if (length == 0 || length >= sizeof name) {
-			snprintf(error, error_size, "the key combination \"%.80s\" has an empty or overlong part",
+			snprintf(error, error_size,
+				 "the key combination \"%.80s\" has an empty or overlong part",
 				 combo);
 			return 0;
 		}
 		if (count == INPUT_KEYS_MAX_COMBO) {
-			snprintf(error, error_size, "the key combination \"%.80s\" has more than %d keys",
-				 combo, INPUT_KEYS_MAX_COMBO);
+			snprintf(error, error_size,
+				 "the key combination \"%.80s\" has more than %d keys", combo,
+				 INPUT_KEYS_MAX_COMBO);
 			return 0;
 		}
 		memcpy(name, part, length);
 		name[length] = '\0';
 		KeySym keysym = input_keys_lookup(name);
 		if (keysym == NoSymbol) {
-			snprintf(error, error_size, "unknown key name \"%s\" in \"%.80s\"", name, combo);
+			snprintf(error, error_size, "unknown key name \"%s\" in \"%.80s\"", name,
+				 combo);
 			return 0;
 		}
 		keysyms[count++] = keysym;
@@ -95,8 +127,8 @@ int input_keys_parse(const char *combo, KeySym keysyms[INPUT_KEYS_MAX_COMBO], ch
 		if (*part == '+') {
 			part++;
 			if (!*part) {
-				snprintf(error, error_size, "the key combination \"%.80s\" ends with a \"+\"",
-					 combo);
+				snprintf(error, error_size,
+					 "the key combination \"%.80s\" ends with a \"+\"", combo);
 				return 0;
 			}
 		}
@@ -110,14 +142,10 @@ KeySym input_keys_for_codepoint(uint32_t codepoint)
 {
 	switch (codepoint) {
 	case '\n':
-	case '\r':
-		return XK_Return;
-	case '\t':
-		return XK_Tab;
-	case '\b':
-		return XK_BackSpace;
-	case 0x1b:
-		return XK_Escape;
+	case '\r': return XK_Return;
+	case '\t': return XK_Tab;
+	case '\b': return XK_BackSpace;
+	case 0x1b: return XK_Escape;
 	}
 	/* Latin-1 keysyms equal their code points; the rest of Unicode is
 	 * 0x01000000 + code point (X11 keysym encoding, appendix A). */

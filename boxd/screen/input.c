@@ -33,10 +33,10 @@
 struct input {
 	struct screen *screen;
 	int min_code, max_code, per_code;
-	KeySym *map;                 /* the core keyboard mapping, read per run */
-	KeySym borrowed[256];        /* keysym we put on a spare keycode, or 0 */
-	int next_spare;              /* round-robin over spare keycodes */
-	int64_t restore_at_ms;       /* 0: nothing borrowed */
+	KeySym *map;           /* the core keyboard mapping, read per run */
+	KeySym borrowed[256];  /* keysym we put on a spare keycode, or 0 */
+	int next_spare;        /* round-robin over spare keycodes */
+	int64_t restore_at_ms; /* 0: nothing borrowed */
 };
 
 struct input *input_new(struct screen *screen)
@@ -59,7 +59,7 @@ void input_free(struct input *input)
 
 static int input_button_number(const char *name)
 {
-	static const char *const names[] = { "left", "middle", "right" };
+	static const char *const names[] = {"left", "middle", "right"};
 	for (int i = 0; i < 3; i++)
 		if (strcmp(name, names[i]) == 0)
 			return i + 1;
@@ -123,9 +123,11 @@ static bool input_check_one(const cJSON *action, char *why, size_t why_size)
 		    input_int(action, "y", 0, 32767, true, 0, &value))
 			return true;
 		snprintf(why, why_size, "(move) needs integer x and y from 0 to 32767");
-	} else if (strcmp(type, "click") == 0 || strcmp(type, "down") == 0 || strcmp(type, "up") == 0) {
+	} else if (strcmp(type, "click") == 0 || strcmp(type, "down") == 0 ||
+		   strcmp(type, "up") == 0) {
 		if (!input_action_button(action))
-			snprintf(why, why_size, "has a button other than left, middle, right, back or forward");
+			snprintf(why, why_size,
+				 "has a button other than left, middle, right, back or forward");
 		else if (!input_int(action, "count", 1, 3, false, 1, &value))
 			snprintf(why, why_size, "has a count other than 1, 2 or 3");
 		else
@@ -139,27 +141,34 @@ static bool input_check_one(const cJSON *action, char *why, size_t why_size)
 		if (input_point(action, "from", point) && input_point(action, "to", point) &&
 		    input_action_button(action))
 			return true;
-		snprintf(why, why_size, "(drag) needs \"from\" and \"to\" as [x, y] with integers from 0 to 32767");
+		snprintf(
+			why, why_size,
+			"(drag) needs \"from\" and \"to\" as [x, y] with integers from 0 to 32767");
 	} else if (strcmp(type, "type") == 0) {
-		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
+		const char *text =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
 		size_t length = text ? strlen(text) : 0;
 		if (!text)
 			snprintf(why, why_size, "(type) needs a \"text\" string");
 		else if (length > INPUT_MAX_TEXT_BYTES)
-			snprintf(why, why_size, "(type) has more than %d bytes of text", INPUT_MAX_TEXT_BYTES);
+			snprintf(why, why_size, "(type) has more than %d bytes of text",
+				 INPUT_MAX_TEXT_BYTES);
 		else
 			return true;
 	} else if (strcmp(type, "key") == 0) {
-		const char *keys = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "keys"));
+		const char *keys =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "keys"));
 		KeySym keysyms[INPUT_KEYS_MAX_COMBO];
 		if (!keys)
-			snprintf(why, why_size, "(key) needs a \"keys\" string such as \"ctrl+shift+t\"");
+			snprintf(why, why_size,
+				 "(key) needs a \"keys\" string such as \"ctrl+shift+t\"");
 		else if (input_keys_parse(keys, keysyms, why, why_size))
 			return true;
 	} else if (strcmp(type, "wait") == 0) {
 		if (input_int(action, "ms", 0, INPUT_MAX_WAIT_MS, true, 0, &value))
 			return true;
-		snprintf(why, why_size, "(wait) needs an integer ms from 0 to %d", INPUT_MAX_WAIT_MS);
+		snprintf(why, why_size, "(wait) needs an integer ms from 0 to %d",
+			 INPUT_MAX_WAIT_MS);
 	} else {
 		snprintf(why, why_size, "has the unknown type \"%.40s\"", type);
 	}
@@ -180,15 +189,18 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 	long total_wait_ms = 0;
 	size_t total_text = 0;
 	const cJSON *action;
-	cJSON_ArrayForEach(action, actions) {
+	cJSON_ArrayForEach(action, actions)
+	{
 		char why[200];
 		if (!input_check_one(action, why, sizeof why))
 			return text_fail(error, error_size, "action %d %s", index, why);
 		/* Only a wait's "ms" counts (and was range-checked above); the
 		 * same field on another action is ignored, never converted. */
-		const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
+		const char *type =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
 		const cJSON *ms = cJSON_GetObjectItemCaseSensitive(action, "ms");
-		const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
+		const char *text =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "text"));
 		if (type && strcmp(type, "wait") == 0 && cJSON_IsNumber(ms))
 			total_wait_ms += (long)ms->valuedouble;
 		if (text)
@@ -198,7 +210,9 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 	/* One request holds the worker (and the shots behind it) for at most
 	 * about two minutes. */
 	if (total_wait_ms > INPUT_MAX_WAIT_MS || total_text > INPUT_MAX_TEXT_BYTES) {
-		snprintf(error, error_size, "the actions wait %ld ms and type %zu bytes in all; at most %d ms and %d bytes a request",
+		snprintf(error, error_size,
+			 "the actions wait %ld ms and type %zu bytes in all; at most %d ms and %d "
+			 "bytes a request",
 			 total_wait_ms, total_text, INPUT_MAX_WAIT_MS, INPUT_MAX_TEXT_BYTES);
 		return false;
 	}
@@ -209,7 +223,7 @@ bool input_check(const cJSON *actions, char *error, size_t error_size)
 
 static void input_pause(long microseconds)
 {
-	struct timespec pause = { microseconds / 1000000, (microseconds % 1000000) * 1000 };
+	struct timespec pause = {microseconds / 1000000, (microseconds % 1000000) * 1000};
 	while (nanosleep(&pause, &pause) != 0)
 		;
 }
@@ -276,7 +290,7 @@ static int input_borrow_key(struct input *input, KeySym keysym)
 		int code = input->min_code + (input->next_spare++ % span);
 		if (code > 255 || !input_code_is_spare(input, code))
 			continue;
-		KeySym row[2] = { keysym, keysym };
+		KeySym row[2] = {keysym, keysym};
 		XChangeKeyboardMapping(input_display(input), code, 2, row, 1);
 		/* Applications must see the new mapping before the key event. */
 		XSync(input_display(input), False);
@@ -301,7 +315,7 @@ int input_restore_due_ms(const struct input *input)
 void input_restore_keymap(struct input *input)
 {
 	Display *display = input_display(input);
-	KeySym none[2] = { NoSymbol, NoSymbol };
+	KeySym none[2] = {NoSymbol, NoSymbol};
 	for (int code = 0; code < 256; code++) {
 		if (!input->borrowed[code])
 			continue;
@@ -327,7 +341,8 @@ static bool input_tap_keysym(struct input *input, KeySym keysym, char *error, si
 	if (!code)
 		code = input_borrow_key(input, keysym);
 	if (!code)
-		return text_fail(error, error_size, "no keycode is free to type the keysym 0x%lx", keysym);
+		return text_fail(error, error_size, "no keycode is free to type the keysym 0x%lx",
+				 keysym);
 	int shift_code = shift ? XKeysymToKeycode(input_display(input), XK_Shift_L) : 0;
 	if (shift_code)
 		input_key(input, shift_code, true);
@@ -349,7 +364,8 @@ static bool input_type(struct input *input, const char *text, char *error, size_
 			codepoint = 0xfffd;
 			used = 1;
 		}
-		if (!input_tap_keysym(input, input_keys_for_codepoint(codepoint), error, error_size))
+		if (!input_tap_keysym(input, input_keys_for_codepoint(codepoint), error,
+				      error_size))
 			return false;
 		text += used;
 		length -= used;
@@ -436,7 +452,7 @@ static void input_drag(struct input *input, int button, const int from[2], const
 static bool input_run_one(struct input *input, const cJSON *action, char *error, size_t error_size)
 {
 	const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(action, "type"));
-	int x = 0, y = 0, count = 1, point_from[2] = { 0, 0 }, point_to[2] = { 0, 0 };
+	int x = 0, y = 0, count = 1, point_from[2] = {0, 0}, point_to[2] = {0, 0};
 	if (strcmp(type, "move") == 0) {
 		input_int(action, "x", 0, 32767, true, 0, &x);
 		input_int(action, "y", 0, 32767, true, 0, &y);
@@ -468,14 +484,14 @@ static bool input_run_one(struct input *input, const cJSON *action, char *error,
 	return true;
 }
 
-bool input_run(struct input *input, const cJSON *actions, int *done, char *error,
-	       size_t error_size)
+bool input_run(struct input *input, const cJSON *actions, int *done, char *error, size_t error_size)
 {
 	*done = 0;
 	input_load_keymap(input);
 	const cJSON *action;
 	bool ok = true;
-	cJSON_ArrayForEach(action, actions) {
+	cJSON_ArrayForEach(action, actions)
+	{
 		if (!input_run_one(input, action, error, error_size)) {
 			ok = false;
 			break;

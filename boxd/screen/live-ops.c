@@ -32,12 +32,13 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 		return;
 	}
 	if (!worker_integer(request, "fps", LIVE_DEFAULT_FPS, LIVE_MIN_FPS, LIVE_MAX_FPS, &fps)) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "fps must be an integer from %d to %d",
-			     LIVE_MIN_FPS, LIVE_MAX_FPS);
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "fps must be an integer from %d to %d", LIVE_MIN_FPS, LIVE_MAX_FPS);
 		return;
 	}
 	if (!worker_number(request, "scale", 1, &scale) || !(scale > 0) || scale > LIVE_MAX_SCALE) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "scale must be a number above 0 and at most 1");
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "scale must be a number above 0 and at most 1");
 		return;
 	}
 	int screen_w = screen_width(worker->screen), screen_h = screen_height(worker->screen);
@@ -48,7 +49,8 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 		return;
 	}
 	if (worker_live_find(worker, (int)live_number)) {
-		worker_error(worker, id, FAILURE_CONFLICT, "live view %ld already runs", live_number);
+		worker_error(worker, id, FAILURE_CONFLICT, "live view %ld already runs",
+			     live_number);
 		return;
 	}
 	struct live **slot = NULL;
@@ -57,7 +59,8 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 			slot = &worker->lives[i];
 	if (!slot) {
 		worker_error(worker, id, FAILURE_CONFLICT,
-			     "%d live views with other settings already run; watch with the fps and scale of one of them",
+			     "%d live views with other settings already run; watch with the fps "
+			     "and scale of one of them",
 			     LIVE_MAX_PIPES);
 		return;
 	}
@@ -70,8 +73,8 @@ void op_live_start(struct worker *worker, double id, const cJSON *request)
 	}
 	cJSON *answer = worker_answer(id);
 	cJSON_AddNumberToObject(answer, "live", (double)live_number);
-	*slot = live_start(worker->screen, (int)live_number, (int)fps, scale, worker_live_emit, worker,
-			   answer, error, sizeof error);
+	*slot = live_start(worker->screen, (int)live_number, (int)fps, scale, worker_live_emit,
+			   worker, answer, error, sizeof error);
 	if (!*slot) {
 		cJSON_Delete(answer);
 		worker_error(worker, id, FAILURE_INTERNAL, "cannot start the live view: %s", error);
@@ -85,7 +88,8 @@ static struct live **live_of_request(struct worker *worker, double id, const cJS
 {
 	long live_number;
 	struct live **live = worker_integer(request, "live", -1, 0, 1L << 30, &live_number)
-				     ? worker_live_find(worker, (int)live_number) : NULL;
+				     ? worker_live_find(worker, (int)live_number)
+				     : NULL;
 	if (!live)
 		worker_error(worker, id, FAILURE_NOT_FOUND, "no such live view");
 	return live;

@@ -50,14 +50,14 @@ struct live {
 	struct screen_grabber *grabber;
 	int id, fps;
 	double scale;
-	int width, height;       /* of the stream */
+	int width, height; /* of the stream */
 	int source_width, source_height;
 	enum screen_layout layout;
 	int64_t interval_us;
 	int interval_ms;
 	AVCodecContext *codec;
-	AVFrame *frame;          /* the picture last coded, in YUV */
-	AVFrame *spare;          /* the next one, converted before a gap is filled */
+	AVFrame *frame; /* the picture last coded, in YUV */
+	AVFrame *spare; /* the next one, converted before a gap is filled */
 	AVPacket *packet;
 	struct SwsContext *scaler;
 	/* Unscaled, only the bands that changed are converted, into the frame
@@ -69,13 +69,13 @@ struct live {
 	size_t length, capacity;
 	live_emit_fn emit;
 	void *emit_arg;
-	int64_t start_us;        /* monotonic time of pts 0 */
-	int64_t started_at;      /* the same moment, ms since the epoch */
-	int64_t previous_end;    /* pts (ms) where the last coded frame ends */
+	int64_t start_us;     /* monotonic time of pts 0 */
+	int64_t started_at;   /* the same moment, ms since the epoch */
+	int64_t previous_end; /* pts (ms) where the last coded frame ends */
 	int64_t last_key_pts;
-	uint64_t generation;     /* damage generation of the last grab */
+	uint64_t generation; /* damage generation of the last grab */
 	int64_t frames, fillers, sent_bytes;
-	int wake_fd;             /* eventfd: a keyframe wanted, main idle, stop */
+	int wake_fd; /* eventfd: a keyframe wanted, main idle, stop */
 	atomic_bool stop, want_key, main_busy, ended;
 	pthread_t thread;
 	bool thread_started;
@@ -146,8 +146,11 @@ static bool live_open_encoder(struct live *live, char *error, size_t error_size)
 {
 	/* Milliseconds: frames come when the screen changes, not on a grid. */
 	struct h264_settings settings = {
-		.width = live->width, .height = live->height, .fps = live->fps,
-		.time_base = { 1, 1000 }, .keyframe_seconds = LIVE_KEYFRAME_SECONDS,
+		.width = live->width,
+		.height = live->height,
+		.fps = live->fps,
+		.time_base = {1, 1000},
+		.keyframe_seconds = LIVE_KEYFRAME_SECONDS,
 		.forced_idr = true,
 	};
 	live->codec = h264_open(&settings, error, error_size);
@@ -168,8 +171,8 @@ static bool live_open_output(struct live *live, char *error, size_t error_size)
 	avcodec_parameters_from_context(stream->codecpar, live->codec);
 	stream->time_base = live->codec->time_base;
 	uint8_t *buffer = av_malloc(LIVE_IO_BUFFER);
-	live->output->pb = avio_alloc_context(buffer, LIVE_IO_BUFFER, 1, live, NULL,
-					      live_io_write, NULL);
+	live->output->pb =
+		avio_alloc_context(buffer, LIVE_IO_BUFFER, 1, live, NULL, live_io_write, NULL);
 	if (!live->output->pb)
 		abort();
 	live->output->flags |= AVFMT_FLAG_CUSTOM_IO;
@@ -234,24 +237,24 @@ static bool live_convert(struct live *live, const struct screen_image *image, AV
 	/* The screen may change size (RandR): the stream keeps its own. */
 	if (live->width == (image->width & ~1) && live->height == (image->height & ~1)) {
 		struct yuv_planes planes = {
-			.data = { frame->data[0], frame->data[1], frame->data[2] },
-			.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
-			.width = live->width, .height = live->height,
+			.data = {frame->data[0], frame->data[1], frame->data[2]},
+			.linesize = {frame->linesize[0], frame->linesize[1], frame->linesize[2]},
+			.width = live->width,
+			.height = live->height,
 		};
 		yuv_tracker_update(live->changes, image, &planes);
 		return true;
 	}
 	int flags = live->width < image->width ? SWS_AREA : SWS_BILINEAR;
-	live->scaler = sws_getCachedContext(live->scaler, image->width, image->height,
-					    image->layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0
-										: AV_PIX_FMT_RGB0,
-					    live->width, live->height, AV_PIX_FMT_YUV420P, flags,
-					    NULL, NULL, NULL);
+	live->scaler = sws_getCachedContext(
+		live->scaler, image->width, image->height,
+		image->layout == SCREEN_LAYOUT_BGR0 ? AV_PIX_FMT_BGR0 : AV_PIX_FMT_RGB0,
+		live->width, live->height, AV_PIX_FMT_YUV420P, flags, NULL, NULL, NULL);
 	if (!live->scaler)
 		return text_fail(error, error_size, "cannot convert %dx%d to %dx%d", image->width,
 				 image->height, live->width, live->height);
-	const uint8_t *source[4] = { image->pixels };
-	int source_stride[4] = { image->stride };
+	const uint8_t *source[4] = {image->pixels};
+	int source_stride[4] = {image->stride};
 	sws_scale(live->scaler, source, source_stride, 0, image->height, frame->data,
 		  frame->linesize);
 	/* This frame now holds a scaled picture the tracker knows nothing of. */
@@ -262,8 +265,8 @@ static bool live_convert(struct live *live, const struct screen_image *image, AV
 /* One frame: grabs (the caller read the damage generation `generation`
  * and the pointer's `cursor` first, screen_look), and codes it at its place
  * on the timeline, filling a gap first (see the top of this file). */
-static bool live_frame(struct live *live, uint64_t generation,
-		       const struct screen_cursor *cursor, bool key, char *error, size_t error_size)
+static bool live_frame(struct live *live, uint64_t generation, const struct screen_cursor *cursor,
+		       bool key, char *error, size_t error_size)
 {
 	struct screen_image image;
 	if (!screen_grab(live->grabber, &image, error, error_size))
@@ -281,8 +284,8 @@ static bool live_frame(struct live *live, uint64_t generation,
 		} else {
 			/* The picture shown so far lasts until this one. */
 			live->fillers++;
-			if (!live_code(live, live->previous_end, now - live->previous_end, false, error,
-				       error_size))
+			if (!live_code(live, live->previous_end, now - live->previous_end, false,
+				       error, error_size))
 				return false;
 		}
 	}
@@ -301,7 +304,7 @@ static bool live_sleep_until(struct live *live, int64_t due_ms)
 		int64_t left_us = live->start_us + due_ms * 1000 - clock_monotonic_us();
 		if (left_us <= 0)
 			return true;
-		struct pollfd wake = { .fd = live->wake_fd, .events = POLLIN };
+		struct pollfd wake = {.fd = live->wake_fd, .events = POLLIN};
 		if (poll(&wake, 1, (int)((left_us + 999) / 1000)) > 0) {
 			uint64_t count;
 			ssize_t unused = read(live->wake_fd, &count, sizeof count);
@@ -315,8 +318,8 @@ static bool live_sleep_until(struct live *live, int64_t due_ms)
 static void live_wait(struct live *live)
 {
 	struct pollfd fds[2] = {
-		{ .fd = ConnectionNumber(screen_display(live->screen)), .events = POLLIN },
-		{ .fd = live->wake_fd, .events = POLLIN },
+		{.fd = ConnectionNumber(screen_display(live->screen)), .events = POLLIN},
+		{.fd = live->wake_fd, .events = POLLIN},
 	};
 	int timeout = atomic_load(&live->main_busy) ? LIVE_BUSY_CHECK_MS : -1;
 	if (poll(fds, 2, timeout) > 0 && (fds[1].revents & POLLIN)) {
@@ -418,9 +421,11 @@ static bool live_start_stream(struct live *live, uint64_t generation,
 	live->height = (int)lround(image.height * live->scale) & ~1;
 	if (live->width < LIVE_MIN_SIDE || live->height < LIVE_MIN_SIDE)
 		return text_fail(error, error_size,
-				 "a %dx%d screen at scale %g is too small to stream (at least %d pixels a side)",
+				 "a %dx%d screen at scale %g is too small to stream (at least %d "
+				 "pixels a side)",
 				 image.width, image.height, live->scale, LIVE_MIN_SIDE);
-	if (!live_open_encoder(live, error, error_size) || !live_open_output(live, error, error_size))
+	if (!live_open_encoder(live, error, error_size) ||
+	    !live_open_output(live, error, error_size))
 		return false;
 	live->start_us = clock_monotonic_us();
 	live->started_at = clock_now_ms();
@@ -444,9 +449,11 @@ static void live_name_codec(const struct live *live, cJSON *figures)
 	const uint8_t *data = live->codec->extradata;
 	int size = live->codec->extradata_size;
 	for (int i = 0; i + 6 < size; i++) {
-		if (data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1 && (data[i + 3] & 0x1f) == 7) {
+		if (data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1 &&
+		    (data[i + 3] & 0x1f) == 7) {
 			char name[16];
-			snprintf(name, sizeof name, "avc1.%02x%02x%02x", data[i + 4], data[i + 5], data[i + 6]);
+			snprintf(name, sizeof name, "avc1.%02x%02x%02x", data[i + 4], data[i + 5],
+				 data[i + 6]);
 			cJSON_AddStringToObject(figures, "codec", name);
 			return;
 		}
@@ -475,7 +482,8 @@ struct live *live_start(struct screen *screen, int id, int fps, double scale, li
 	if (ok) {
 		int status = pthread_create(&live->thread, NULL, live_thread, live);
 		if (status != 0) {
-			snprintf(error, error_size, "cannot start the live thread: %s", strerror(status));
+			snprintf(error, error_size, "cannot start the live thread: %s",
+				 strerror(status));
 			ok = false;
 		}
 		live->thread_started = ok;
@@ -524,8 +532,8 @@ void live_stop(struct live *live)
 	live_wake(live);
 	if (live->thread_started)
 		pthread_join(live->thread, NULL);
-	log_msg(LOG_LEVEL_DEBUG, "live view %d: %lld frames (%lld to fill still spells), %lld bytes",
-		live->id, (long long)live->frames, (long long)live->fillers,
-		(long long)live->sent_bytes);
+	log_msg(LOG_LEVEL_DEBUG,
+		"live view %d: %lld frames (%lld to fill still spells), %lld bytes", live->id,
+		(long long)live->frames, (long long)live->fillers, (long long)live->sent_bytes);
 	live_free(live);
 }

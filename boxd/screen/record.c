@@ -75,8 +75,11 @@ static bool record_open_encoder(struct record *record, int width, int height, ch
 				size_t error_size)
 {
 	struct h264_settings settings = {
-		.width = width, .height = height, .fps = record->fps,
-		.time_base = { 1, record->fps }, .keyframe_seconds = RECORD_KEYFRAME_SECONDS,
+		.width = width,
+		.height = height,
+		.fps = record->fps,
+		.time_base = {1, record->fps},
+		.keyframe_seconds = RECORD_KEYFRAME_SECONDS,
 	};
 	record->codec = h264_open(&settings, error, error_size);
 	if (!record->codec)
@@ -185,9 +188,10 @@ static bool record_take_changes(struct record *record, const struct screen_image
 	if (av_frame_make_writable(frame) < 0)
 		abort();
 	struct yuv_planes planes = {
-		.data = { frame->data[0], frame->data[1], frame->data[2] },
-		.linesize = { frame->linesize[0], frame->linesize[1], frame->linesize[2] },
-		.width = frame->width, .height = frame->height,
+		.data = {frame->data[0], frame->data[1], frame->data[2]},
+		.linesize = {frame->linesize[0], frame->linesize[1], frame->linesize[2]},
+		.width = frame->width,
+		.height = frame->height,
 	};
 	return yuv_tracker_update(record->changes, image, &planes);
 }
@@ -252,8 +256,9 @@ static bool record_grab_and_encode(struct record *record, int64_t slot, bool *st
 	record->grabbed = true;
 	if (image.width < record->frame->width || image.height < record->frame->height) {
 		screen_cursor_free(cursor);
-		return text_fail(error, error_size, "the screen shrank to %dx%d during the recording",
-				 image.width, image.height);
+		return text_fail(error, error_size,
+				 "the screen shrank to %dx%d during the recording", image.width,
+				 image.height);
 	}
 	if (cursor)
 		screen_cursor_draw(cursor, &image, 0, 0);
@@ -264,7 +269,7 @@ static bool record_grab_and_encode(struct record *record, int64_t slot, bool *st
 /* Waits until monotonic `deadline_us` or a stop; true when stopped. */
 static bool record_wait(struct record *record, int64_t deadline_us)
 {
-	struct timespec until = { deadline_us / 1000000, (deadline_us % 1000000) * 1000 };
+	struct timespec until = {deadline_us / 1000000, (deadline_us % 1000000) * 1000};
 	pthread_mutex_lock(&record->lock);
 	while (!record->stop &&
 	       pthread_cond_timedwait(&record->wake, &record->lock, &until) != ETIMEDOUT)
@@ -351,8 +356,8 @@ static bool record_prepare(struct record *record, char *error, size_t error_size
 		return false;
 	int width = image.width & ~1, height = image.height & ~1;
 	if (width < 2 || height < 2)
-		return text_fail(error, error_size, "the screen is too small to record (%dx%d)", image.width,
-				 image.height);
+		return text_fail(error, error_size, "the screen is too small to record (%dx%d)",
+				 image.width, image.height);
 	if (!record_open_encoder(record, width, height, error, error_size) ||
 	    !record_open_output(record, error, error_size))
 		return false;
@@ -388,7 +393,8 @@ struct record *record_start(struct screen *screen, const char *path, int fps, in
 	if (ok) {
 		int status = pthread_create(&record->thread, NULL, record_thread, record);
 		if (status != 0) {
-			snprintf(error, error_size, "cannot start the recording thread: %s", strerror(status));
+			snprintf(error, error_size, "cannot start the recording thread: %s",
+				 strerror(status));
 			ok = false;
 		}
 		record->thread_started = ok;

@@ -23,8 +23,8 @@ struct record;
 struct record_stats {
 	const char *path;
 	int width, height, fps;
-	int64_t started_at;   /* ms since the epoch */
-	int64_t bytes;        /* of the file so far */
+	int64_t started_at; /* ms since the epoch */
+	int64_t bytes;      /* of the file so far */
 	int64_t duration_ms;
 	int64_t frames;       /* coded in the file (a still screen: one a second) */
 	int64_t dropped;      /* slots missed because a grab came late */

@@ -83,7 +83,7 @@ static bool screen_encoder_open_jpeg(struct screen_encoder *encoder, int quality
 	AVCodecContext *context = avcodec_alloc_context3(codec);
 	context->width = width;
 	context->height = height;
-	context->time_base = (AVRational){ 1, 25 };
+	context->time_base = (AVRational){1, 25};
 	context->pix_fmt = AV_PIX_FMT_YUVJ420P;
 	context->color_range = AVCOL_RANGE_JPEG;
 	context->flags |= AV_CODEC_FLAG_QSCALE;
@@ -124,8 +124,8 @@ static bool screen_scale(struct screen_encoder *encoder, const struct screen_ima
 	if (!encoder->scaler)
 		return text_fail(error, error_size, "cannot scale %dx%d to %dx%d", image->width,
 				 image->height, frame->width, frame->height);
-	const uint8_t *source[4] = { image->pixels };
-	int source_stride[4] = { image->stride };
+	const uint8_t *source[4] = {image->pixels};
+	int source_stride[4] = {image->stride};
 	sws_scale(encoder->scaler, source, source_stride, 0, image->height, frame->data,
 		  frame->linesize);
 	return true;

@@ -35,7 +35,7 @@
 #define SCREEN_PNG_STRIPS_TO_SHARE 4
 
 struct screen_png_strip {
-	uint8_t *data;  /* raw deflate, ending in a full flush */
+	uint8_t *data; /* raw deflate, ending in a full flush */
 	size_t length;
 	uint32_t adler; /* of this strip's filtered rows */
 	bool stale;     /* to be made again for the picture at hand */
@@ -62,8 +62,8 @@ struct screen_png {
 	/* The last picture, to tell which strips changed. */
 	int width, height;
 	enum screen_png_input input;
-	size_t row_bytes;   /* of the input: width * 3 or 4 */
-	uint8_t *previous;  /* height rows of row_bytes, packed */
+	size_t row_bytes;  /* of the input: width * 3 or 4 */
+	uint8_t *previous; /* height rows of row_bytes, packed */
 	struct screen_png_strip *strips;
 	int strip_count;
 	struct screen_png_stats stats;
@@ -181,7 +181,8 @@ static bool screen_png_make_strip(struct screen_png_lane *lane, const uint8_t *p
 	size_t rgb_bytes = (size_t)png->width * 3;
 	uint8_t *above = lane->rgb[0], *row = lane->rgb[1];
 	if (first > 0)
-		screen_png_row_rgb(pixels + (size_t)(first - 1) * stride, above, png->width, png->input);
+		screen_png_row_rgb(pixels + (size_t)(first - 1) * stride, above, png->width,
+				   png->input);
 	else
 		memset(above, 0, rgb_bytes);
 	uint8_t *out = lane->filtered;
@@ -270,8 +271,9 @@ static void screen_png_assemble(struct screen_png *png, uint8_t **data, size_t *
 	for (int i = 0; i < png->strip_count; i++) {
 		deflated += png->strips[i].length;
 		int first = i * SCREEN_PNG_STRIP_ROWS;
-		int end = first + SCREEN_PNG_STRIP_ROWS > png->height ? png->height
-								      : first + SCREEN_PNG_STRIP_ROWS;
+		int end = first + SCREEN_PNG_STRIP_ROWS > png->height
+				  ? png->height
+				  : first + SCREEN_PNG_STRIP_ROWS;
 		z_off_t strip_in = (z_off_t)(end - first) * ((z_off_t)png->width * 3 + 1);
 		adler = adler32_combine(adler, png->strips[i].adler, strip_in);
 	}
@@ -318,8 +320,9 @@ static void *screen_png_lane_run(void *arg)
 		if (!png->strips[i].stale)
 			continue;
 		int first = i * SCREEN_PNG_STRIP_ROWS;
-		int end = first + SCREEN_PNG_STRIP_ROWS > png->height ? png->height
-								      : first + SCREEN_PNG_STRIP_ROWS;
+		int end = first + SCREEN_PNG_STRIP_ROWS > png->height
+				  ? png->height
+				  : first + SCREEN_PNG_STRIP_ROWS;
 		lane->ok = screen_png_make_strip(lane, lane->pixels, lane->stride, first, end,
 						 &png->strips[i], lane->error, sizeof lane->error);
 		for (int y = first; y < end && lane->ok; y++)
@@ -352,9 +355,10 @@ static bool screen_png_make_stale(struct screen_png *png, const uint8_t *pixels,
 		lane->end = at;
 	}
 	pthread_t helpers[SCREEN_PNG_LANES];
-	bool started[SCREEN_PNG_LANES] = { false };
+	bool started[SCREEN_PNG_LANES] = {false};
 	for (int l = 1; l < lanes; l++)
-		started[l] = pthread_create(&helpers[l], NULL, screen_png_lane_run, &png->lanes[l]) == 0;
+		started[l] =
+			pthread_create(&helpers[l], NULL, screen_png_lane_run, &png->lanes[l]) == 0;
 	screen_png_lane_run(&png->lanes[0]);
 	bool ok = png->lanes[0].ok;
 	const char *why = png->lanes[0].error;
@@ -387,7 +391,8 @@ bool screen_png_encode(struct screen_png *png, const uint8_t *pixels, int width,
 	int stale = 0;
 	for (int i = 0; i < png->strip_count; i++) {
 		int first = i * SCREEN_PNG_STRIP_ROWS;
-		int end = first + SCREEN_PNG_STRIP_ROWS > height ? height : first + SCREEN_PNG_STRIP_ROWS;
+		int end = first + SCREEN_PNG_STRIP_ROWS > height ? height
+								 : first + SCREEN_PNG_STRIP_ROWS;
 		png->strips[i].stale = fresh || !png->strips[i].data ||
 				       !screen_png_unchanged(png, pixels, stride, first, end);
 		stale += png->strips[i].stale;

@@ -17,15 +17,15 @@
 
 /* How the pixels of a row are laid out. */
 enum screen_png_input {
-	SCREEN_PNG_BGR0, /* 4 bytes a pixel: blue, green, red, unused */
-	SCREEN_PNG_RGB0, /* 4 bytes a pixel: red, green, blue, unused */
+	SCREEN_PNG_BGR0,  /* 4 bytes a pixel: blue, green, red, unused */
+	SCREEN_PNG_RGB0,  /* 4 bytes a pixel: red, green, blue, unused */
 	SCREEN_PNG_RGB24, /* 3 bytes a pixel */
 };
 
 struct screen_png;
 
 struct screen_png_stats {
-	int strips;       /* strips in the last picture */
+	int strips;        /* strips in the last picture */
 	int strips_reused; /* of which reused from the one before */
 };
 

@@ -20,9 +20,9 @@ void worker_send(struct worker *worker, cJSON *json, const void *payload, size_t
 {
 	char *text = cJSON_PrintUnformatted(json);
 	cJSON_Delete(json);
-	struct screen_frame_header header = { (uint32_t)strlen(text), (uint32_t)length };
-	struct iovec parts[3] = { { &header, sizeof header }, { text, header.json_length },
-				  { (void *)payload, length } };
+	struct screen_frame_header header = {(uint32_t)strlen(text), (uint32_t)length};
+	struct iovec parts[3] = {
+		{&header, sizeof header}, {text, header.json_length}, {(void *)payload, length}};
 	int count = length ? 3 : 2, first = 0;
 	pthread_mutex_lock(&worker_send_lock);
 	while (first < count) {
@@ -79,7 +79,8 @@ bool worker_number(const cJSON *request, const char *name, double fallback, doub
 		*value = item->valuedouble;
 		return true;
 	}
-	if (!cJSON_IsString(item) || !item->valuestring[0] || isspace((unsigned char)item->valuestring[0]))
+	if (!cJSON_IsString(item) || !item->valuestring[0] ||
+	    isspace((unsigned char)item->valuestring[0]))
 		return false;
 	char *end;
 	errno = 0;

@@ -29,23 +29,27 @@ struct shot_request {
 static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 		       struct shot_request *shot)
 {
-	const char *format = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "format"));
+	const char *format =
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "format"));
 	int screen_w = screen_width(worker->screen), screen_h = screen_height(worker->screen);
 	long quality, cursor;
 	if (format && strcmp(format, "png") != 0 && strcmp(format, "jpeg") != 0 &&
 	    strcmp(format, "jpg") != 0) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "format must be png or jpeg, not \"%.20s\"", format);
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "format must be png or jpeg, not \"%.20s\"", format);
 		return false;
 	}
 	shot->format = format && format[0] == 'j' ? SHOT_FORMAT_JPEG : SHOT_FORMAT_PNG;
 	if (!worker_integer(request, "quality", 80, 1, 100, &quality)) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "quality must be an integer from 1 to 100");
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "quality must be an integer from 1 to 100");
 		return false;
 	}
 	shot->quality = (int)quality;
 	if (!worker_number(request, "scale", 1, &shot->scale) || !(shot->scale > 0) ||
 	    shot->scale > 4) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "scale must be a number above 0 and at most 4");
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "scale must be a number above 0 and at most 4");
 		return false;
 	}
 	if (!worker_integer(request, "cursor", 1, 0, 1, &cursor)) {
@@ -55,11 +59,13 @@ static bool shot_parse(struct worker *worker, double id, const cJSON *request,
 	shot->cursor = cursor;
 	if (!worker_integer(request, "x", 0, 0, screen_w - 1, &shot->x) ||
 	    !worker_integer(request, "y", 0, 0, screen_h - 1, &shot->y) ||
-	    !worker_integer(request, "w", screen_w - shot->x, 1, screen_w - shot->x, &shot->width) ||
-	    !worker_integer(request, "h", screen_h - shot->y, 1, screen_h - shot->y, &shot->height)) {
+	    !worker_integer(request, "w", screen_w - shot->x, 1, screen_w - shot->x,
+			    &shot->width) ||
+	    !worker_integer(request, "h", screen_h - shot->y, 1, screen_h - shot->y,
+			    &shot->height)) {
 		worker_error(worker, id, FAILURE_BAD_REQUEST,
-			     "the region x, y, w, h must be integers inside the %dx%d screen", screen_w,
-			     screen_h);
+			     "the region x, y, w, h must be integers inside the %dx%d screen",
+			     screen_w, screen_h);
 		return false;
 	}
 	return true;
@@ -92,7 +98,10 @@ static void shot_key_make(struct worker *worker, const struct shot_request *shot
 		.format = shot->format,
 		.quality = shot->format == SHOT_FORMAT_JPEG ? shot->quality : 0,
 		.scale = shot->scale,
-		.x = shot->x, .y = shot->y, .width = shot->width, .height = shot->height,
+		.x = shot->x,
+		.y = shot->y,
+		.width = shot->width,
+		.height = shot->height,
 		.cursor = shot->cursor,
 	};
 	if (shot->cursor && cursor)
@@ -155,14 +164,15 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 	out_width = out_width < 1 ? 1 : out_width;
 	out_height = out_height < 1 ? 1 : out_height;
 	if ((double)out_width * out_height > SHOT_MAX_PIXELS) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "a %dx%d image is too large; lower scale",
-			     out_width, out_height);
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "a %dx%d image is too large; lower scale", out_width, out_height);
 		return;
 	}
 	bool cached;
 	enum failure failure;
 	char error[256];
-	if (!shot_make(worker, &shot, out_width, out_height, &cached, &failure, error, sizeof error)) {
+	if (!shot_make(worker, &shot, out_width, out_height, &cached, &failure, error,
+		       sizeof error)) {
 		worker_error(worker, id, failure, "%s", error);
 		return;
 	}
@@ -172,8 +182,12 @@ static void op_shot(struct worker *worker, double id, const cJSON *request)
 void worker_warm_up(struct worker *worker)
 {
 	struct shot_request shot = {
-		.format = SHOT_FORMAT_PNG, .quality = 80, .scale = 1, .cursor = true,
-		.width = screen_width(worker->screen), .height = screen_height(worker->screen),
+		.format = SHOT_FORMAT_PNG,
+		.quality = 80,
+		.scale = 1,
+		.cursor = true,
+		.width = screen_width(worker->screen),
+		.height = screen_height(worker->screen),
 	};
 	bool cached;
 	enum failure failure;
@@ -183,7 +197,8 @@ void worker_warm_up(struct worker *worker)
 		       sizeof error))
 		log_msg(LOG_LEVEL_DEBUG, "warming up: %s", error);
 	else
-		log_msg(LOG_LEVEL_DEBUG, "warmed up in %.1f ms", (double)(clock_monotonic_us() - start) / 1000);
+		log_msg(LOG_LEVEL_DEBUG, "warmed up in %.1f ms",
+			(double)(clock_monotonic_us() - start) / 1000);
 }
 
 static void op_input(struct worker *worker, double id, const cJSON *request)
@@ -196,8 +211,8 @@ static void op_input(struct worker *worker, double id, const cJSON *request)
 	}
 	int done = 0;
 	if (!input_run(worker->input, actions, &done, error, sizeof error)) {
-		worker_error(worker, id, FAILURE_INTERNAL, "action %d failed after %d done: %s", done,
-			     done, error);
+		worker_error(worker, id, FAILURE_INTERNAL, "action %d failed after %d done: %s",
+			     done, done, error);
 		return;
 	}
 	cJSON *answer = worker_answer(id);
@@ -231,7 +246,8 @@ static void op_record_start(struct worker *worker, double id, const cJSON *reque
 		return;
 	}
 	if (!path || path[0] != '/') {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "record_start needs an absolute path");
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "record_start needs an absolute path");
 		return;
 	}
 	if (!worker_integer(request, "fps", 30, 1, RECORD_MAX_FPS, &fps)) {
@@ -240,8 +256,8 @@ static void op_record_start(struct worker *worker, double id, const cJSON *reque
 		return;
 	}
 	if (!worker_integer(request, "maxSec", 1800, 1, RECORD_MAX_SECONDS, &max_seconds)) {
-		worker_error(worker, id, FAILURE_BAD_REQUEST, "maxSec must be an integer from 1 to %d",
-			     RECORD_MAX_SECONDS);
+		worker_error(worker, id, FAILURE_BAD_REQUEST,
+			     "maxSec must be an integer from 1 to %d", RECORD_MAX_SECONDS);
 		return;
 	}
 	char error[256];
@@ -334,15 +350,15 @@ static void op_status(struct worker *worker, double id, const cJSON *request)
 }
 
 static const struct worker_op worker_ops[] = {
-	{ "shot", true, op_shot },
-	{ "input", true, op_input },
-	{ "record_start", true, op_record_start },
-	{ "record_stop", false, op_record_stop },
-	{ "record_status", false, op_record_status },
-	{ "status", false, op_status },
-	{ "live_start", true, op_live_start },
-	{ "live_key", false, op_live_key },
-	{ "live_stop", false, op_live_stop },
+	{"shot", true, op_shot},
+	{"input", true, op_input},
+	{"record_start", true, op_record_start},
+	{"record_stop", false, op_record_stop},
+	{"record_status", false, op_record_status},
+	{"status", false, op_status},
+	{"live_start", true, op_live_start},
+	{"live_key", false, op_live_key},
+	{"live_stop", false, op_live_stop},
 };
 
 const struct worker_op *worker_find_op(const char *name)

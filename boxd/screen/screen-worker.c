@@ -115,7 +115,8 @@ static void worker_tell_idle(struct worker *worker)
 	worker->idle_told = true;
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "event", "idle");
-	cJSON_AddNumberToObject(event, "quietMs", (double)(clock_monotonic_ms() - worker->quiet_since_ms));
+	cJSON_AddNumberToObject(event, "quietMs",
+				(double)(clock_monotonic_ms() - worker->quiet_since_ms));
 	worker_send(worker, event, NULL, 0);
 }
 
@@ -146,10 +147,10 @@ static void worker_loop(struct worker *worker)
 {
 	for (;;) {
 		struct pollfd fds[4] = {
-			{ .fd = worker->fd, .events = POLLIN },
-			{ .fd = worker->wake_fd, .events = POLLIN },
-			{ .fd = worker->watch_fd, .events = POLLIN },
-			{ .fd = worker_x_fd(worker), .events = POLLIN },
+			{.fd = worker->fd, .events = POLLIN},
+			{.fd = worker->wake_fd, .events = POLLIN},
+			{.fd = worker->watch_fd, .events = POLLIN},
+			{.fd = worker_x_fd(worker), .events = POLLIN},
 		};
 		/* Damage this thread took off the connection: live views wake. */
 		if (worker->screen && screen_handle_events(worker->screen))
@@ -185,22 +186,23 @@ static void worker_loop(struct worker *worker)
 
 static void worker_usage(void)
 {
-	fprintf(stderr, "usage: boxd-screen [--display :N] [--fd N] [--idle-exit S] [--warm] [--verbose]\n"
-			"boxd starts this worker itself; see docs/screen.md.\n");
+	fprintf(stderr,
+		"usage: boxd-screen [--display :N] [--fd N] [--idle-exit S] [--warm] [--verbose]\n"
+		"boxd starts this worker itself; see docs/screen.md.\n");
 }
 
 int main(int argc, char **argv)
 {
-	struct worker worker = { .display_name = ":99", .fd = SCREEN_WORKER_FD,
-				 .watch_fd = -1, .announced = -1 };
+	struct worker worker = {
+		.display_name = ":99", .fd = SCREEN_WORKER_FD, .watch_fd = -1, .announced = -1};
 	static const struct option options[] = {
-		{ "display", required_argument, NULL, 'd' },
-		{ "fd", required_argument, NULL, 'f' },
-		{ "idle-exit", required_argument, NULL, 'i' },
-		{ "warm", no_argument, NULL, 'w' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"display", required_argument, NULL, 'd'},
+		{"fd", required_argument, NULL, 'f'},
+		{"idle-exit", required_argument, NULL, 'i'},
+		{"warm", no_argument, NULL, 'w'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	int option;
 	bool warm = false;

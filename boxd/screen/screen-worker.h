@@ -18,16 +18,16 @@
 
 struct worker {
 	const char *display_name;
-	int fd;               /* the socketpair end */
+	int fd;                /* the socketpair end */
 	struct screen *screen; /* NULL while the display is down */
 	struct screen_grabber *grabber;
 	struct screen_encoder *encoder;
 	struct shot_cache shots; /* the last shot's encoding */
 	struct input *input;
 	struct record *record;
-	int wake_fd;          /* eventfd: the recording ended by itself */
-	int watch_fd;         /* inotify on the X socket directory, while down */
-	int announced;        /* display state last told to boxd: -1, 0, 1 */
+	int wake_fd;                        /* eventfd: the recording ended by itself */
+	int watch_fd;                       /* inotify on the X socket directory, while down */
+	int announced;                      /* display state last told to boxd: -1, 0, 1 */
 	struct live *lives[LIVE_MAX_PIPES]; /* live views (live.c), NULL: free */
 	/* Quiet this long (no request, nothing recording), the worker tells
 	 * boxd it is idle; boxd then closes its end and the worker exits.

@@ -14,9 +14,15 @@
 /* The BT.601 studio-swing matrix in fixed point, 15 fractional bits (8
  * are a step off for pure green). */
 enum {
-	Y_R = 8414, Y_G = 16519, Y_B = 3208,
-	U_R = -4865, U_G = -9528, U_B = 14392,
-	V_R = 14392, V_G = -12061, V_B = -2332,
+	Y_R = 8414,
+	Y_G = 16519,
+	Y_B = 3208,
+	U_R = -4865,
+	U_G = -9528,
+	U_B = 14392,
+	V_R = 14392,
+	V_G = -12061,
+	V_B = -2332,
 };
 
 static inline uint8_t luma(int r, int g, int b)
@@ -33,10 +39,10 @@ static inline uint8_t chroma(int cr, int cg, int cb, int r, int g, int b)
 /* One pair of rows. `red` and `blue` are the byte offsets of those channels
  * in a pixel (green is always 1): constants in each caller, so the loop is
  * straight code the compiler can vectorise. */
-VECTORIZE static inline void
-pair(const uint8_t *restrict top, const uint8_t *restrict bottom, uint8_t *restrict y_top,
-     uint8_t *restrict y_bottom, uint8_t *restrict u, uint8_t *restrict v, int width, int red,
-     int blue)
+VECTORIZE static inline void pair(const uint8_t *restrict top, const uint8_t *restrict bottom,
+				  uint8_t *restrict y_top, uint8_t *restrict y_bottom,
+				  uint8_t *restrict u, uint8_t *restrict v, int width, int red,
+				  int blue)
 {
 	for (int x = 0; x < width; x += 2) {
 		const uint8_t *a = top + x * 4, *b = top + x * 4 + 4;
@@ -77,20 +83,22 @@ void screen_yuv_rows(const struct screen_image *image, const struct yuv_planes *
 #define TRACKER_MAX_FRAMES 2
 
 struct yuv_tracker {
-	int frames;                /* how many take turns */
-	uint8_t *previous;         /* the last image given, to compare bands with */
+	int frames;        /* how many take turns */
+	uint8_t *previous; /* the last image given, to compare bands with */
 	size_t previous_size;
 	int bands;
 	/* changed[k][b]: band b differed k+1 turns ago; the frame in turn
 	 * missed the changes of the last `frames - 1` turns. */
 	bool *changed[TRACKER_MAX_FRAMES];
-	bool fresh;                /* `previous` holds nothing yet: every band differs */
+	bool fresh; /* `previous` holds nothing yet: every band differs */
 };
 
 struct yuv_tracker *yuv_tracker_new(int frames)
 {
 	struct yuv_tracker *tracker = xcalloc(1, sizeof *tracker);
-	tracker->frames = frames < 1 ? 1 : frames > TRACKER_MAX_FRAMES ? TRACKER_MAX_FRAMES : frames;
+	tracker->frames = frames < 1                    ? 1
+			  : frames > TRACKER_MAX_FRAMES ? TRACKER_MAX_FRAMES
+							: frames;
 	tracker->fresh = true;
 	return tracker;
 }
@@ -148,7 +156,8 @@ bool yuv_tracker_update(struct yuv_tracker *tracker, const struct screen_image *
 		int y1 = y0 + BAND_ROWS < planes->height ? y0 + BAND_ROWS : planes->height;
 		size_t at = (size_t)y0 * (size_t)image->stride;
 		size_t length = (size_t)(y1 - y0) * (size_t)image->stride;
-		now[band] = fresh || memcmp(tracker->previous + at, image->pixels + at, length) != 0;
+		now[band] =
+			fresh || memcmp(tracker->previous + at, image->pixels + at, length) != 0;
 		if (now[band])
 			memcpy(tracker->previous + at, image->pixels + at, length);
 		any |= now[band];

@@ -71,7 +71,7 @@ static int screen_on_io_error(Display *display)
 
 static bool screen_pick_layout(struct screen *screen, char *error, size_t error_size)
 {
-	XVisualInfo template = { .visualid = XVisualIDFromVisual(screen->visual) };
+	XVisualInfo template = {.visualid = XVisualIDFromVisual(screen->visual)};
 	int count = 0;
 	XVisualInfo *info = XGetVisualInfo(screen->display, VisualIDMask, &template, &count);
 	int bits_per_pixel = 0;
@@ -82,8 +82,10 @@ static bool screen_pick_layout(struct screen *screen, char *error, size_t error_
 			bits_per_pixel = format[i].bits_per_pixel;
 	XFree(format);
 	bool ok = false;
-	if (info && count > 0 && bits_per_pixel == 32 && ImageByteOrder(screen->display) == LSBFirst) {
-		if (info->red_mask == 0xff0000 && info->green_mask == 0xff00 && info->blue_mask == 0xff) {
+	if (info && count > 0 && bits_per_pixel == 32 &&
+	    ImageByteOrder(screen->display) == LSBFirst) {
+		if (info->red_mask == 0xff0000 && info->green_mask == 0xff00 &&
+		    info->blue_mask == 0xff) {
 			screen->layout = SCREEN_LAYOUT_BGR0;
 			ok = true;
 		} else if (info->red_mask == 0xff && info->green_mask == 0xff00 &&
@@ -94,7 +96,8 @@ static bool screen_pick_layout(struct screen *screen, char *error, size_t error_
 	}
 	if (!ok)
 		snprintf(error, error_size,
-			 "the display has depth %d at %d bits a pixel; only 24-bit true colour at 32 bits is supported",
+			 "the display has depth %d at %d bits a pixel; only 24-bit true colour at "
+			 "32 bits is supported",
 			 screen->depth, bits_per_pixel);
 	if (info)
 		XFree(info);
@@ -123,7 +126,8 @@ struct screen *screen_open(const char *display_name, char *error, size_t error_s
 	}
 	Display *display = XOpenDisplay(display_name);
 	if (!display) {
-		snprintf(error, error_size, "cannot connect to the X display %s; is the X server running?",
+		snprintf(error, error_size,
+			 "cannot connect to the X display %s; is the X server running?",
 			 display_name);
 		return NULL;
 	}
@@ -220,7 +224,8 @@ bool screen_handle_events(struct screen *screen)
 		if (screen->damage && event.type == screen->damage_event + XDamageNotify) {
 			screen_on_damage(screen);
 			damaged = true;
-		} else if (event.type == ConfigureNotify && event.xconfigure.window == screen->root) {
+		} else if (event.type == ConfigureNotify &&
+			   event.xconfigure.window == screen->root) {
 			atomic_store(&screen->width, event.xconfigure.width);
 			atomic_store(&screen->height, event.xconfigure.height);
 		} else if (event.type == MappingNotify) {
@@ -250,8 +255,9 @@ static void screen_grabber_release(struct screen_grabber *grabber)
 static bool screen_grabber_make_shm(struct screen_grabber *grabber, int width, int height)
 {
 	struct screen *screen = grabber->screen;
-	XImage *image = XShmCreateImage(screen->display, screen->visual, (unsigned)screen->depth,
-					ZPixmap, NULL, &grabber->shm, (unsigned)width, (unsigned)height);
+	XImage *image =
+		XShmCreateImage(screen->display, screen->visual, (unsigned)screen->depth, ZPixmap,
+				NULL, &grabber->shm, (unsigned)width, (unsigned)height);
 	if (!image)
 		return false;
 	size_t bytes = (size_t)image->bytes_per_line * (size_t)image->height;
@@ -263,7 +269,8 @@ static bool screen_grabber_make_shm(struct screen_grabber *grabber, int width, i
 	grabber->shm.shmaddr = image->data = shmat(grabber->shm.shmid, NULL, 0);
 	grabber->shm.readOnly = False;
 	last_x_error = 0;
-	bool attached = grabber->shm.shmaddr != (void *)-1 && XShmAttach(screen->display, &grabber->shm);
+	bool attached =
+		grabber->shm.shmaddr != (void *)-1 && XShmAttach(screen->display, &grabber->shm);
 	XSync(screen->display, False);
 	/* Marked for removal now: the segment goes away with the last detach,
 	 * even if the worker is killed. */
@@ -331,8 +338,10 @@ bool screen_grab(struct screen_grabber *grabber, struct screen_image *image, cha
 		ok = screen_grab_plain(grabber, width, height);
 	}
 	if (!ok)
-		return text_fail(error, error_size, "the X server refused to hand over the screen's pixels (X error %d)",
-				 last_x_error);
+		return text_fail(
+			error, error_size,
+			"the X server refused to hand over the screen's pixels (X error %d)",
+			last_x_error);
 	image->pixels = (uint8_t *)grabber->image->data;
 	image->width = width;
 	image->height = height;
@@ -381,8 +390,7 @@ void screen_cursor_free(struct screen_cursor *cursor)
 	free(cursor);
 }
 
-void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y,
-			 unsigned long *serial)
+void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y, unsigned long *serial)
 {
 	*x = cursor->image->x;
 	*y = cursor->image->y;
@@ -403,7 +411,8 @@ void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image 
 			int x = left + column;
 			if (x < 0 || x >= image->width)
 				continue;
-			uint8_t *pixel = image->pixels + (size_t)y * (size_t)image->stride + (size_t)x * 4;
+			uint8_t *pixel =
+				image->pixels + (size_t)y * (size_t)image->stride + (size_t)x * 4;
 			screen_blend_pixel(pixel, sprite->pixels[row * sprite->width + column],
 					   image->layout);
 		}

@@ -29,7 +29,7 @@ enum screen_layout { SCREEN_LAYOUT_BGR0, SCREEN_LAYOUT_RGB0 };
 struct screen_image {
 	uint8_t *pixels; /* the top-left pixel of the picture */
 	int width, height;
-	int stride;      /* bytes from one row to the next */
+	int stride; /* bytes from one row to the next */
 	enum screen_layout layout;
 };
 
@@ -60,8 +60,8 @@ struct screen_grabber *screen_grabber_new(struct screen *screen);
 void screen_grabber_free(struct screen_grabber *grabber);
 /* Grabs the whole root window into `image` (valid until the next grab with
  * this grabber). Returns false with a sentence in `error`. */
-bool screen_grab(struct screen_grabber *grabber, struct screen_image *image,
-		 char *error, size_t error_size);
+bool screen_grab(struct screen_grabber *grabber, struct screen_image *image, char *error,
+		 size_t error_size);
 /* True when the grabber uses XShm (for diagnostics and benchmarks). */
 bool screen_grabber_uses_shm(const struct screen_grabber *grabber);
 
@@ -72,8 +72,7 @@ struct screen_cursor;
 void screen_cursor_free(struct screen_cursor *cursor);
 /* The hot spot's position and the sprite's serial (a new number whenever
  * the sprite changes). */
-void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y,
-			 unsigned long *serial);
+void screen_cursor_where(const struct screen_cursor *cursor, int *x, int *y, unsigned long *serial);
 void screen_cursor_draw(const struct screen_cursor *cursor, struct screen_image *image,
 			int origin_x, int origin_y);
 

@@ -22,8 +22,8 @@ struct shot_key {
 	double scale;
 	long x, y, width, height;
 	bool cursor;
-	int cursor_x, cursor_y;       /* when `cursor` */
-	unsigned long cursor_serial;  /* when `cursor` */
+	int cursor_x, cursor_y;      /* when `cursor` */
+	unsigned long cursor_serial; /* when `cursor` */
 };
 
 struct shot_cache {

@@ -67,7 +67,7 @@ struct archive_call {
 	int pid_fd, output_fd, error_fd;
 	struct event *output_event, *exit_event;
 	bool output_done, exited, cancelled;
-	int status; /* as waitpid() gives it; -1 unknown */
+	int status;       /* as waitpid() gives it; -1 unknown */
 	char errors[512]; /* the first line of its stderr */
 	/* diff and extract: the answer, collected */
 	char *output;
@@ -100,7 +100,8 @@ static bool spawn_worker(struct archive_call *call, const char *const args[], in
 	int input[2] = {-1, -1}, output[2] = {-1, -1}, error[2] = {-1, -1};
 	if ((input_fd < 0 && pipe2(input, O_CLOEXEC) < 0) || pipe2(output, O_CLOEXEC) < 0 ||
 	    pipe2(error, O_CLOEXEC) < 0) {
-		snprintf(why, why_size, "cannot make pipes for the archive worker: %s", strerror(errno));
+		snprintf(why, why_size, "cannot make pipes for the archive worker: %s",
+			 strerror(errno));
 		close_pair(input), close_pair(output), close_pair(error);
 		return false;
 	}
@@ -124,7 +125,8 @@ static bool spawn_worker(struct archive_call *call, const char *const args[], in
 	close(output[1]);
 	close(error[1]);
 	if (status != 0) {
-		snprintf(why, why_size, "cannot start the archive worker %s: %s", argv[0], strerror(status));
+		snprintf(why, why_size, "cannot start the archive worker %s: %s", argv[0],
+			 strerror(status));
 		close(output[0]);
 		close(error[0]);
 		return false;
@@ -242,15 +244,16 @@ static void on_exit_event(evutil_socket_t fd, short events, void *arg)
 
 /* Starts the worker for `call` and watches it; false (the call not freed)
  * when it could not start. */
-static bool call_start(struct archive_call *call, const char *const args[], int input_fd,
-		       char *why, size_t why_size)
+static bool call_start(struct archive_call *call, const char *const args[], int input_fd, char *why,
+		       size_t why_size)
 {
 	bool started = spawn_worker(call, args, input_fd, why, why_size);
 	if (input_fd >= 0)
 		close(input_fd); /* the worker has its own copy */
 	if (!started)
 		return false;
-	call->output_event = event_new(loop, call->output_fd, EV_READ | EV_PERSIST, on_output, call);
+	call->output_event =
+		event_new(loop, call->output_fd, EV_READ | EV_PERSIST, on_output, call);
 	call->exit_event = event_new(loop, call->pid_fd, EV_READ, on_exit_event, call);
 	event_add(call->output_event, NULL);
 	event_add(call->exit_event, NULL);
@@ -308,8 +311,9 @@ static void answer_diff(struct archive_call *call)
 	} else if (json && !call->output_cut) {
 		answer.ok = true; /* an answer, though the exit was not clean */
 	} else if (!answer.ok) {
-		snprintf(why, sizeof why, "the diff worker stopped without an answer (status %d%s%s)",
-			 call->status, call->errors[0] ? ": " : "", call->errors);
+		snprintf(why, sizeof why,
+			 "the diff worker stopped without an answer (status %d%s%s)", call->status,
+			 call->errors[0] ? ": " : "", call->errors);
 		answer.failure = FAILURE_INTERNAL;
 		answer.message = why;
 	}
@@ -331,9 +335,10 @@ static void answer_extract(struct archive_call *call)
 			answer.message = "the archive worker failed";
 	} else {
 		snprintf(why, sizeof why,
-			 "the archive worker stopped without a result (status %d%s%s)", call->status,
-			 call->errors[0] ? ": " : "", call->errors);
-		answer = (struct archive_extract_answer){.failure = FAILURE_INTERNAL, .message = why};
+			 "the archive worker stopped without a result (status %d%s%s)",
+			 call->status, call->errors[0] ? ": " : "", call->errors);
+		answer = (struct archive_extract_answer){.failure = FAILURE_INTERNAL,
+							 .message = why};
 	}
 	call->done.extract(call->arg, &answer);
 	cJSON_Delete(json);
@@ -359,12 +364,14 @@ struct archive_call *archive_client_diff(const char *dest, unsigned long limit, 
 					 archive_diff_done_fn done, void *arg)
 {
 	struct archive_call *call = xcalloc(1, sizeof *call);
-	*call = (struct archive_call){.kind = CALL_DIFF, .output_limit = DIFF_ANSWER_LIMIT,
-				      .done.diff = done, .arg = arg};
+	*call = (struct archive_call){.kind = CALL_DIFF,
+				      .output_limit = DIFF_ANSWER_LIMIT,
+				      .done.diff = done,
+				      .arg = arg};
 	char limit_text[24], why[256];
 	snprintf(limit_text, sizeof limit_text, "%lu", limit);
-	const char *args[] = {"diff", settings->work_dir, dest[0] ? dest : ".", limit_text,
-			      cache_path, "--user", box_user(), NULL};
+	const char *args[] = {"diff",     settings->work_dir, dest[0] ? dest : ".", limit_text,
+			      cache_path, "--user",           box_user(),           NULL};
 	if (!call_start(call, args, manifest_fd, why, sizeof why))
 		return not_started(call, why);
 	return call;
@@ -374,11 +381,13 @@ struct archive_call *archive_client_extract(const char *dest, int input_fd,
 					    archive_extract_done_fn done, void *arg)
 {
 	struct archive_call *call = xcalloc(1, sizeof *call);
-	*call = (struct archive_call){.kind = CALL_EXTRACT, .output_limit = EXTRACT_ANSWER_LIMIT,
-				      .done.extract = done, .arg = arg};
+	*call = (struct archive_call){.kind = CALL_EXTRACT,
+				      .output_limit = EXTRACT_ANSWER_LIMIT,
+				      .done.extract = done,
+				      .arg = arg};
 	char why[256];
-	const char *args[] = {"extract", settings->work_dir, dest[0] ? dest : ".",
-			      "--user", box_user(), "--cache", cache_path, NULL};
+	const char *args[] = {"extract",  settings->work_dir, dest[0] ? dest : ".", "--user",
+			      box_user(), "--cache",          cache_path,           NULL};
 	if (!call_start(call, args, input_fd, why, sizeof why))
 		return not_started(call, why);
 	return call;
@@ -389,7 +398,9 @@ struct archive_call *archive_client_create(const char *path,
 					   void *arg, char *why, size_t why_size)
 {
 	struct archive_call *call = xcalloc(1, sizeof *call);
-	*call = (struct archive_call){.kind = CALL_CREATE, .handlers = handlers, .arg = arg,
+	*call = (struct archive_call){.kind = CALL_CREATE,
+				      .handlers = handlers,
+				      .arg = arg,
 				      .chunk = xmalloc(STREAM_CHUNK)};
 	const char *args[] = {"create", settings->work_dir, path, NULL};
 	if (!call_start(call, args, -1, why, why_size)) {

@@ -22,8 +22,8 @@
 
 #define CHUNK (256u * 1024)
 
-static struct event_base *loop;  /* given at downloads_init */
-static const char *work_dir;     /* likewise */
+static struct event_base *loop; /* given at downloads_init */
+static const char *work_dir;    /* likewise */
 
 void downloads_init(struct event_base *base, const struct boxd_config *config)
 {
@@ -73,7 +73,8 @@ static int open_in_work(const char *relative)
 	int work_fd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (work_fd < 0)
 		return -1;
-	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".", O_RDONLY | O_NONBLOCK);
+	int fd = work_path_open_beneath(work_fd, relative[0] ? relative : ".",
+					O_RDONLY | O_NONBLOCK);
 	int saved = errno;
 	close(work_fd);
 	errno = saved;
@@ -86,7 +87,8 @@ static enum failure refuse_open(const char *path, int fd, const struct stat *st,
 {
 	if (fd < 0) {
 		if (errno == EXDEV || errno == ELOOP) {
-			snprintf(message, message_size, "the path %s leads outside the work dir", path);
+			snprintf(message, message_size, "the path %s leads outside the work dir",
+				 path);
 			return FAILURE_BAD_REQUEST;
 		}
 		if (errno == ENOENT || errno == ENOTDIR) {
@@ -97,8 +99,8 @@ static enum failure refuse_open(const char *path, int fd, const struct stat *st,
 		return FAILURE_INTERNAL;
 	}
 	if (S_ISDIR(st->st_mode)) /* a folder, but the work dir's own */
-		snprintf(message, message_size, "%s is the work dir itself; name a folder inside it",
-			 path);
+		snprintf(message, message_size,
+			 "%s is the work dir itself; name a folder inside it", path);
 	else
 		snprintf(message, message_size, "%s is neither a regular file nor a folder", path);
 	return FAILURE_BAD_REQUEST;
@@ -211,8 +213,8 @@ static void on_archive_end(void *arg, bool complete, const char *why)
 {
 	struct download *download = arg;
 	if (download->started) {
-		steps_add("get", "%s as tar.gz (%" PRIu64 " bytes)%s", download->path, download->sent,
-			  complete ? "" : ", cut short");
+		steps_add("get", "%s as tar.gz (%" PRIu64 " bytes)%s", download->path,
+			  download->sent, complete ? "" : ", cut short");
 		download->sink->end(download->arg, NULL); /* midway: a truncated gzip */
 	} else {
 		char failed[600];
@@ -227,8 +229,8 @@ static const struct archive_stream_handlers archive_handlers = {
 	.end = on_archive_end,
 };
 
-bool download_folder_start(struct download *download, const struct download_sink *sink,
-			   void *arg, char *message, size_t message_size)
+bool download_folder_start(struct download *download, const struct download_sink *sink, void *arg,
+			   char *message, size_t message_size)
 {
 	download->sink = sink;
 	download->arg = arg;

@@ -60,8 +60,8 @@ void download_file_start(struct download *download, off_t first, off_t last,
 			 const struct download_sink *sink, void *arg);
 /* Starts a folder's archive. False, the download freed, with a sentence
  * (an internal failure) when the worker could not start. */
-bool download_folder_start(struct download *download, const struct download_sink *sink,
-			   void *arg, char *message, size_t message_size);
+bool download_folder_start(struct download *download, const struct download_sink *sink, void *arg,
+			   char *message, size_t message_size);
 /* The reader takes more again. */
 void download_resume(struct download *download);
 /* The reader left: the download stops and ends (its step says how much

@@ -55,7 +55,7 @@ static bool docker_up;
 static int64_t probed_at_ms = -1; /* monotonic; -1: never */
 static int probes_running;
 static bool changed_while_probing; /* the running probes may tell the old state */
-static bool ask_again; /* a probe failed at once: a server starting or just gone */
+static bool ask_again;             /* a probe failed at once: a server starting or just gone */
 /* A server that accepted and then said nothing until the probe's timeout (a
  * stopped or wedged X server or dockerd), in the last round, or so far in
  * this one. */
@@ -186,8 +186,10 @@ static void sample_system(void)
 	struct system_sample *sample = &system_sample;
 	struct sysinfo info;
 	if (sysinfo(&info) == 0) {
-		for (int i = 0; i < 3; i++)
-			sample->loads[i] = (double)(int64_t)((double)info.loads[i] / (1 << SI_LOAD_SHIFT) * 100 + 0.5) / 100;
+		for (int i = 0; i < 3; i++) {
+			double load = (double)info.loads[i] / (1 << SI_LOAD_SHIFT);
+			sample->loads[i] = (double)(int64_t)(load * 100 + 0.5) / 100; /* 2 decimals */
+		}
 		sample->total_memory = (double)info.totalram * info.mem_unit;
 		sample->available_memory = read_available_memory(&info);
 	}
@@ -219,7 +221,8 @@ static void add_disk(cJSON *object, const struct disk_sample *disk)
 
 static void add_system(cJSON *health)
 {
-	if (!system_sample.taken_ms || clock_monotonic_ms() - system_sample.taken_ms >= SYSTEM_FRESH_MS)
+	if (!system_sample.taken_ms ||
+	    clock_monotonic_ms() - system_sample.taken_ms >= SYSTEM_FRESH_MS)
 		sample_system();
 	const struct system_sample *sample = &system_sample;
 	cJSON *load = cJSON_AddArrayToObject(health, "load");
@@ -238,8 +241,9 @@ static void add_system(cJSON *health)
 	for (int i = 0; i < DISK_COUNT; i++) {
 		cJSON *item = cJSON_CreateObject();
 		add_disk(item, &sample->disks[i]);
-		cJSON_AddBoolToObject(item, "full", sample->disks[i].known &&
-						    sample->disks[i].free < DISK_FULL_BELOW);
+		cJSON_AddBoolToObject(item, "full",
+				      sample->disks[i].known &&
+					      sample->disks[i].free < DISK_FULL_BELOW);
 		cJSON_AddItemToArray(disks, item);
 	}
 }
@@ -383,8 +387,9 @@ static int x_dir_watch = -1, tmp_watch = -1;
  * wake for them. */
 static void watch_x_dir(void)
 {
-	x_dir_watch = inotify_add_watch(watch_fd, X_SOCKET_DIR, IN_CREATE | IN_DELETE | IN_MOVED_TO |
-					IN_MOVED_FROM | IN_DELETE_SELF);
+	x_dir_watch = inotify_add_watch(watch_fd, X_SOCKET_DIR,
+					IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+						IN_DELETE_SELF);
 	if (x_dir_watch >= 0 && tmp_watch >= 0) {
 		inotify_rm_watch(watch_fd, tmp_watch);
 		tmp_watch = -1;
@@ -402,7 +407,8 @@ static void on_socket_dirs(evutil_socket_t fd, short what, void *arg)
 		for (char *at = buffer; at < buffer + n;) {
 			const struct inotify_event *event = (const struct inotify_event *)at;
 			at += sizeof *event + event->len;
-			if (event->wd == tmp_watch && event->len && !strcmp(event->name, ".X11-unix")) {
+			if (event->wd == tmp_watch && event->len &&
+			    !strcmp(event->name, ".X11-unix")) {
 				rewatch = true; /* made after boxd started: watch it now */
 			} else if (event->wd == x_dir_watch && (event->mask & IN_IGNORED)) {
 				x_dir_watch = -1; /* removed: watch /tmp for its return */
@@ -436,8 +442,8 @@ static void start_probes(void)
 	if (number >= 0) {
 		snprintf(path, sizeof path, X_SOCKET_DIR "/X%d", number);
 		snprintf(display_socket, sizeof display_socket, "%s", path);
-		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request, x_answer_length,
-				       PROBE_TIMEOUT_MS};
+		struct probe_spec x = {path, x_setup_request, sizeof x_setup_request,
+				       x_answer_length, PROBE_TIMEOUT_MS};
 		probe_run(loop, &x, on_display_probe, NULL);
 	} else {
 		display.up = false;
@@ -463,7 +469,8 @@ void health_collect(health_done_fn done, void *arg)
 	struct stat info;
 	if (docker_missing && stat(DOCKER_SOCKET, &info) == 0)
 		health_invalidate(); /* Docker has come since the last probe */
-	bool stale = probed_at_ms < 0 || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
+	bool stale =
+		probed_at_ms < 0 || clock_monotonic_ms() - probed_at_ms >= HEALTH_PROBE_FRESH_MS;
 	if (!stale || waiting_count == MAX_WAITING) {
 		done(health_build(), arg);
 		return;
@@ -526,7 +533,8 @@ static void read_boot_id(void)
 	boot_id[strcspn(boot_id, "\n")] = '\0';
 }
 
-void health_init(struct event_base *base, const char *work, const char *run, const char *display_setting)
+void health_init(struct event_base *base, const char *work, const char *run,
+		 const char *display_setting)
 {
 	loop = base;
 	work_dir = work;

@@ -46,5 +46,4 @@ void health_call_ended(void);
  * module learns the display or Docker changed). */
 void health_invalidate(void);
 
-
 #endif

@@ -39,8 +39,10 @@ char *helper_path(const char *name)
 			*slash = '\0';
 			found = executable_in(self, name);
 			/* In the build tree each program has its own folder. */
-			static const char *const build_folders[] = {"../shims", "screen", "archive"};
-			for (size_t i = 0; !found && i < sizeof build_folders / sizeof *build_folders; i++) {
+			static const char *const build_folders[] = {"../shims", "screen",
+								    "archive"};
+			for (size_t i = 0;
+			     !found && i < sizeof build_folders / sizeof *build_folders; i++) {
 				char *folder = xasprintf("%s/%s", self, build_folders[i]);
 				found = executable_in(folder, name);
 				free(folder);
@@ -136,4 +138,3 @@ struct helper_exit_watch *helper_watch_exit(struct event_base *base, pid_t pid, 
 	pending = watch;
 	return watch;
 }
-

@@ -112,7 +112,8 @@ static bool valid_host_name(const char *name)
 {
 	size_t length = strlen(name);
 	return length && length <= 253 && name[0] != '-' && name[0] != '.' &&
-	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") == length;
+	       strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-") ==
+		       length;
 }
 
 static bool valid_address(const char *text)
@@ -129,10 +130,13 @@ static bool check_hosts(const cJSON *hosts, char *error, size_t size)
 		return text_fail(error, size, "hosts must be an object of \"name\": \"address\"");
 	for (const cJSON *item = hosts->child; item; item = item->next) {
 		if (!valid_host_name(item->string))
-			return text_fail(error, size, "hosts: %.64s is not a host name (letters, digits, . and -)",
-					 item->string);
+			return text_fail(
+				error, size,
+				"hosts: %.64s is not a host name (letters, digits, . and -)",
+				item->string);
 		if (!cJSON_IsString(item) || !valid_address(item->valuestring))
-			return text_fail(error, size, "hosts: the address of %s must be an IPv4 or IPv6 address",
+			return text_fail(error, size,
+					 "hosts: the address of %s must be an IPv4 or IPv6 address",
 					 item->string);
 	}
 	return true;
@@ -146,8 +150,10 @@ static bool check_env(const cJSON *env, char *error, size_t size)
 		return text_fail(error, size, "env must be an object of NAME: \"value\" strings");
 	for (const cJSON *item = env->child; item; item = item->next) {
 		if (!text_is_env_name(item->string) || !cJSON_IsString(item))
-			return text_fail(error, size, "env entry %.64s must have a name of letters, digits "
-					 "and _ and a string value", item->string);
+			return text_fail(error, size,
+					 "env entry %.64s must have a name of letters, digits "
+					 "and _ and a string value",
+					 item->string);
 	}
 	return true;
 }
@@ -166,9 +172,10 @@ static bool check_request(const cJSON *request, char *error, size_t size)
 	}
 	const cJSON *work_dir = cJSON_GetObjectItemCaseSensitive(request, "workDir");
 	struct stat info;
-	if (work_dir && (work_dir->valuestring[0] != '/' || stat(work_dir->valuestring, &info) != 0 ||
-			 !S_ISDIR(info.st_mode)))
-		return text_fail(error, size, "workDir %s must be an existing directory, given absolute",
+	if (work_dir && (work_dir->valuestring[0] != '/' ||
+			 stat(work_dir->valuestring, &info) != 0 || !S_ISDIR(info.st_mode)))
+		return text_fail(error, size,
+				 "workDir %s must be an existing directory, given absolute",
 				 work_dir->valuestring);
 	return check_hosts(cJSON_GetObjectItemCaseSensitive(request, "hosts"), error, size) &&
 	       check_env(cJSON_GetObjectItemCaseSensitive(request, "env"), error, size);
@@ -196,7 +203,8 @@ static void strip_block(const char *text, FILE *out)
 	for (const char *line = text; *line;) {
 		size_t length = strcspn(line, "\n");
 		bool begins = !strncmp(line, HOSTS_BEGIN, strlen(HOSTS_BEGIN));
-		bool ends = !strncmp(line, HOSTS_END, strlen(HOSTS_END)) && length == strlen(HOSTS_END);
+		bool ends =
+			!strncmp(line, HOSTS_END, strlen(HOSTS_END)) && length == strlen(HOSTS_END);
 		if (begins)
 			inside = true;
 		if (!inside)

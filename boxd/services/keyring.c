@@ -44,10 +44,13 @@ bool keyring_save(const char *name, const char *data, size_t len, char *error, s
 	for (size_t at = 0; at < len; at += KEYRING_CHUNK, chunks++) {
 		size_t n = len - at < KEYRING_CHUNK ? len - at : KEYRING_CHUNK;
 		chunk_name(description, sizeof description, name, chunks);
-		long id = syscall(SYS_add_key, "user", description, data + at, n, KEY_SPEC_USER_KEYRING);
+		long id = syscall(SYS_add_key, "user", description, data + at, n,
+				  KEY_SPEC_USER_KEYRING);
 		if (id < 0) {
-			snprintf(error, error_size, "the kernel keyring refused to keep %s (%s): it will "
-				 "not survive a restart of boxd", name, strerror(errno));
+			snprintf(error, error_size,
+				 "the kernel keyring refused to keep %s (%s): it will "
+				 "not survive a restart of boxd",
+				 name, strerror(errno));
 			return false;
 		}
 		syscall(SYS_keyctl, KEYCTL_SETPERM, id, KEY_POS_ALL | KEY_USR_ALL);

@@ -20,12 +20,12 @@ struct live_pipe {
 	int id;
 	int fps;
 	double scale;
-	bool running;            /* the worker answered live_start */
+	bool running; /* the worker answered live_start */
 	struct screen_live_stream stream;
-	char codec[20];          /* stream.codec's text */
-	uint8_t *init;           /* the init segment (ftyp+moov) */
+	char codec[20]; /* stream.codec's text */
+	uint8_t *init;  /* the init segment (ftyp+moov) */
 	size_t init_length;
-	uint8_t *first_key;      /* the first keyframe, until the start answer */
+	uint8_t *first_key; /* the first keyframe, until the start answer */
 	size_t first_key_length;
 	struct live_viewer *viewers;
 	int64_t last_catch_up_ms;
@@ -36,8 +36,8 @@ struct live_viewer {
 	const struct live_viewer_ops *ops;
 	void *arg;
 	struct live_pipe *pipe;
-	bool streaming;          /* begun: the init segment is written */
-	bool want_key;           /* skipping until a keyframe */
+	bool streaming; /* begun: the init segment is written */
+	bool want_key;  /* skipping until a keyframe */
 	int64_t fragments, skipped;
 	struct live_viewer *next;
 };
@@ -144,7 +144,9 @@ static void live_fan_out(struct live_pipe *pipe, bool key, const void *data, siz
 			continue;
 		if (viewer->ops->pending(viewer->arg) > LIVE_VIEW_MAX_PENDING) {
 			if (!viewer->want_key)
-				log_msg(LOG_LEVEL_DEBUG, "live view %d: a viewer is behind; it skips to the next keyframe",
+				log_msg(LOG_LEVEL_DEBUG,
+					"live view %d: a viewer is behind; it skips to the next "
+					"keyframe",
 					pipe->id);
 			viewer->want_key = true;
 		}
@@ -220,8 +222,8 @@ static void live_on_started(void *arg, const struct screen_live_stream *stream,
 		return;
 	if (failed || !pipe->init) {
 		/* Started without its init segment: nothing a viewer could play. */
-		static const struct screen_failure no_init = { FAILURE_INTERNAL,
-							       "the live view did not start" };
+		static const struct screen_failure no_init = {FAILURE_INTERNAL,
+							      "the live view did not start"};
 		const struct screen_failure *why = failed ? failed : &no_init;
 		while (pipe->viewers) {
 			struct live_viewer *viewer = pipe->viewers;

@@ -110,7 +110,8 @@ static void notify_setup(void)
 	notify_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
 	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (notify_fd < 0) {
-		log_msg(LOG_LEVEL_WARNING, "cannot create the systemd notify socket: %s", strerror(errno));
+		log_msg(LOG_LEVEL_WARNING, "cannot create the systemd notify socket: %s",
+			strerror(errno));
 		return;
 	}
 	start_watchdog();

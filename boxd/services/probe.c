@@ -81,7 +81,8 @@ static socklen_t fill_address(struct sockaddr_un *address, const char *path)
 	memcpy(address->sun_path, path, length);
 	if (path[0] == '@')
 		address->sun_path[0] = '\0'; /* abstract: the length, not a NUL, ends it */
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + (path[0] == '@' ? 0 : 1));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length +
+			   (path[0] == '@' ? 0 : 1));
 }
 
 void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
@@ -93,7 +94,8 @@ void probe_run(struct event_base *base, const struct probe_spec *spec, probe_don
 	probe->arg = arg;
 	probe->next = in_flight;
 	in_flight = probe;
-	probe->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	probe->bev =
+		bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(probe->bev, on_read, NULL, on_event, probe);
 	struct timeval timeout = {spec->timeout_ms / 1000, (spec->timeout_ms % 1000) * 1000};
 	bufferevent_set_timeouts(probe->bev, &timeout, &timeout);

@@ -10,8 +10,8 @@
 struct event_base;
 
 struct probe_spec {
-	const char *path;      /* socket path; a leading '@' means the abstract namespace */
-	const void *request;   /* bytes to send once connected */
+	const char *path;    /* socket path; a leading '@' means the abstract namespace */
+	const void *request; /* bytes to send once connected */
 	size_t request_length;
 	/* Returns how many bytes make the whole answer given what has arrived
 	 * (0: not known yet); the probe ends when that many have arrived. */

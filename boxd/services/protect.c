@@ -30,11 +30,11 @@ void protect_stay_home(void)
 	if (!home[0] || !now[0] || !strcmp(now, home))
 		return;
 	if (cgroup_move(home, getpid()))
-		log_msg(LOG_LEVEL_WARNING, "boxd had been moved to %s (by a command?): back in %s", now,
-			home);
+		log_msg(LOG_LEVEL_WARNING, "boxd had been moved to %s (by a command?): back in %s",
+			now, home);
 	else
-		log_msg(LOG_LEVEL_ERROR, "boxd has been moved to %s and cannot go back to %s: %s", now,
-			home, strerror(errno));
+		log_msg(LOG_LEVEL_ERROR, "boxd has been moved to %s and cannot go back to %s: %s",
+			now, home, strerror(errno));
 }
 
 const char *protect_dir(void)
@@ -50,7 +50,8 @@ void protect_process(pid_t pid)
 void protect_process_in(pid_t pid, const char *cgroup)
 {
 	if (dir && !protected_add_in(dir, pid, cgroup))
-		log_msg(LOG_LEVEL_WARNING, "cannot record pid %d in %s: commands could signal it", (int)pid, dir);
+		log_msg(LOG_LEVEL_WARNING, "cannot record pid %d in %s: commands could signal it",
+			(int)pid, dir);
 }
 
 void unprotect_process(pid_t pid)

@@ -180,18 +180,21 @@ static void recording_on_started(void *arg, const struct screen_record_figures *
 	steps_add("record", "recording %s started at %d fps (%dx%d)", recording.id, figures->fps,
 		  figures->width, figures->height);
 	struct recording_started started = {
-		.id = recording.id, .path = recording.path, .started_at = figures->started_at,
-		.fps = figures->fps, .width = figures->width, .height = figures->height,
+		.id = recording.id,
+		.path = recording.path,
+		.started_at = figures->started_at,
+		.fps = figures->fps,
+		.width = figures->width,
+		.height = figures->height,
 	};
 	call->done.started(call->arg, &started, NULL);
 	free(call);
 }
 
-void recording_start(const cJSON *fps, const cJSON *max_sec, recording_started_fn done,
-		     void *arg)
+void recording_start(const cJSON *fps, const cJSON *max_sec, recording_started_fn done, void *arg)
 {
 	char message[300];
-	struct screen_failure failed = { FAILURE_CONFLICT, message };
+	struct screen_failure failed = {FAILURE_CONFLICT, message};
 	if (recording.starting || recording.running) {
 		snprintf(message, sizeof message, "recording %s is already running; stop it first",
 			 recording.id);
@@ -245,7 +248,7 @@ void recording_stop(recording_figures_fn done, void *arg)
 	if (recording_give_ended(done, arg))
 		return;
 	char message[100];
-	struct screen_failure failed = { FAILURE_CONFLICT, message };
+	struct screen_failure failed = {FAILURE_CONFLICT, message};
 	if (recording.starting || recording.stopping) {
 		snprintf(message, sizeof message, "the recording is %s; try again in a moment",
 			 recording.starting ? "starting" : "already stopping");

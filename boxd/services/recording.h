@@ -20,9 +20,9 @@
 void recording_init(const char *work_dir);
 
 struct recording_started {
-	const char *id;        /* "r_..." */
-	const char *path;      /* the file */
-	int64_t started_at;    /* ms since the epoch */
+	const char *id;     /* "r_..." */
+	const char *path;   /* the file */
+	int64_t started_at; /* ms since the epoch */
 	int fps, width, height;
 };
 
@@ -33,8 +33,7 @@ typedef void (*recording_started_fn)(void *arg, const struct recording_started *
  * (screen_record_start). Answers once its first frame is in the file.
  * FAILURE_CONFLICT while one runs or starts; FAILURE_INTERNAL when its
  * directory cannot be made. */
-void recording_start(const cJSON *fps, const cJSON *max_sec, recording_started_fn done,
-		     void *arg);
+void recording_start(const cJSON *fps, const cJSON *max_sec, recording_started_fn done, void *arg);
 
 /* A recording's `id` and `figures`, or `failed`; valid during the call. */
 typedef void (*recording_figures_fn)(void *arg, const char *id,

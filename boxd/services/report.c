@@ -44,7 +44,8 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 		struct sockaddr_un *un = (struct sockaddr_un *)&peer_address;
 		const char *path = address + 5;
 		if (!*path || strlen(path) >= sizeof un->sun_path)
-			return text_fail(error, error_size, "--report unix:PATH needs a path shorter than %zu bytes",
+			return text_fail(error, error_size,
+					 "--report unix:PATH needs a path shorter than %zu bytes",
 					 sizeof un->sun_path);
 		un->sun_family = AF_UNIX;
 		strcpy(un->sun_path, path);
@@ -61,7 +62,8 @@ static bool parse_address(const char *address, char *error, size_t error_size)
 		peer_length = sizeof *vm;
 		return true;
 	}
-	return text_fail(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`", address);
+	return text_fail(error, error_size, "--report takes vsock:CID:PORT or unix:PATH, not `%s`",
+			 address);
 }
 
 static void write_event(const char *event, cJSON *health)
@@ -130,7 +132,8 @@ static void schedule_retry(void)
 static void drop_connection(const char *why)
 {
 	if (connected)
-		log_msg(LOG_LEVEL_WARNING, "report peer %s went away (%s); reconnecting", peer_name, why);
+		log_msg(LOG_LEVEL_WARNING, "report peer %s went away (%s); reconnecting", peer_name,
+			why);
 	connected = false;
 	generation++;
 	event_del(interval_timer);
@@ -146,7 +149,8 @@ static void on_peer_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_CONNECTED) {
 		connected = true;
 		backoff_ms = BACKOFF_FIRST_MS;
-		log_msg(LOG_LEVEL_INFO, "reporting health to %s every %d s", peer_name, interval_sec);
+		log_msg(LOG_LEVEL_INFO, "reporting health to %s every %d s", peer_name,
+			interval_sec);
 		struct timeval period = {interval_sec, 0};
 		event_add(interval_timer, &period);
 		send_health();
@@ -173,10 +177,12 @@ static void connect_now(void)
 		schedule_retry();
 		return;
 	}
-	connection = bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	connection =
+		bufferevent_socket_new(loop, fd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	bufferevent_setcb(connection, on_peer_read, NULL, on_peer_event, NULL);
 	bufferevent_enable(connection, EV_READ | EV_WRITE);
-	if (bufferevent_socket_connect(connection, (struct sockaddr *)&peer_address, (int)peer_length) != 0) {
+	if (bufferevent_socket_connect(connection, (struct sockaddr *)&peer_address,
+				       (int)peer_length) != 0) {
 		bufferevent_free(connection);
 		connection = NULL;
 		schedule_retry();

@@ -215,8 +215,8 @@ struct resumable_piece *resumable_piece_start(const char *id, long long offset, 
 	return piece;
 }
 
-bool resumable_piece_end(struct resumable_piece *piece, bool complete, int error,
-			 long long *offset, struct resumable_failure *why)
+bool resumable_piece_end(struct resumable_piece *piece, bool complete, int error, long long *offset,
+			 struct resumable_failure *why)
 {
 	if (!complete) {
 		/* Cut short (the client left), a failed write (disk full) or a
@@ -296,7 +296,8 @@ struct archive_call *resumable_finish(const char *id, upload_done_fn done, void 
 	char message[256];
 	struct upload_result refused = {.failure = FAILURE_CONFLICT, .message = message};
 	if (!busy_claim(id)) {
-		snprintf(message, sizeof message, "upload %s is busy; retry when its piece is stored", id);
+		snprintf(message, sizeof message,
+			 "upload %s is busy; retry when its piece is stored", id);
 		done(arg, &refused);
 		return NULL;
 	}
@@ -304,7 +305,8 @@ struct archive_call *resumable_finish(const char *id, upload_done_fn done, void 
 	int fd = open_finish(id, dest, sizeof dest);
 	if (fd < 0) {
 		busy_release(id);
-		snprintf(message, sizeof message, "upload %s lost its files under .sbx/uploads", id);
+		snprintf(message, sizeof message, "upload %s lost its files under .sbx/uploads",
+			 id);
 		refused.failure = FAILURE_INTERNAL;
 		done(arg, &refused);
 		return NULL;
@@ -319,7 +321,8 @@ struct archive_call *resumable_finish(const char *id, upload_done_fn done, void 
 bool resumable_delete(const char *id, struct resumable_failure *why)
 {
 	if (!busy_claim(id))
-		return refuse(why, FAILURE_CONFLICT, "upload %s is busy; retry when it is done", id);
+		return refuse(why, FAILURE_CONFLICT, "upload %s is busy; retry when it is done",
+			      id);
 	remove_upload(id);
 	busy_release(id);
 	return true;

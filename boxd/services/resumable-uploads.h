@@ -61,8 +61,8 @@ struct resumable_piece *resumable_piece_start(const char *id, long long offset, 
  * written or came no more). Complete: true, the upload's new size in
  * `offset`. Else the `.part` file is cut back to where the piece started,
  * and false with `why`. */
-bool resumable_piece_end(struct resumable_piece *piece, bool complete, int error,
-			 long long *offset, struct resumable_failure *why);
+bool resumable_piece_end(struct resumable_piece *piece, bool complete, int error, long long *offset,
+			 struct resumable_failure *why);
 /* Releases the piece (after its end, or instead): the upload may take its
  * next piece. */
 void resumable_piece_close(struct resumable_piece *piece);

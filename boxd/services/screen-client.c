@@ -23,7 +23,6 @@
 #include "screen-spawn.h"
 #include "xalloc.h"
 
-
 /* After EOF the worker's exit is awaited this long (its pidfd). */
 #define SCREEN_EXIT_WAIT_MS 1000
 /* A worker that answers nothing for this long is stuck (an X server that
@@ -56,8 +55,8 @@ struct screen_worker_process {
 	struct bufferevent *channel;
 	struct screen_call *calls, **calls_tail;
 	struct helper_exit_watch *exit_watch; /* once its end has closed */
-	struct event *watchdog;  /* armed only while calls wait */
-	bool retired;            /* closed by boxd because it was idle */
+	struct event *watchdog;               /* armed only while calls wait */
+	bool retired;                         /* closed by boxd because it was idle */
 };
 
 static struct screen_worker_process *current; /* NULL: not running */
@@ -190,7 +189,8 @@ static void screen_worker_lost(struct screen_worker_process *worker)
 static void screen_on_stuck(evutil_socket_t fd, short what, void *arg)
 {
 	struct screen_worker_process *worker = arg;
-	log_msg(LOG_LEVEL_ERROR, "the screen worker (pid %d) answered nothing for %d s; restarting it",
+	log_msg(LOG_LEVEL_ERROR,
+		"the screen worker (pid %d) answered nothing for %d s; restarting it",
 		(int)worker->pid, SCREEN_STUCK_SECONDS);
 	kill(worker->pid, SIGKILL);
 }
@@ -199,7 +199,7 @@ static void screen_on_stuck(evutil_socket_t fd, short what, void *arg)
 static void screen_watch_calls(struct screen_worker_process *worker)
 {
 	if (worker->calls) {
-		struct timeval limit = { SCREEN_STUCK_SECONDS, 0 };
+		struct timeval limit = {SCREEN_STUCK_SECONDS, 0};
 		evtimer_add(worker->watchdog, &limit);
 	} else {
 		evtimer_del(worker->watchdog);
@@ -220,7 +220,8 @@ static void screen_worker_on_idle(struct screen_worker_process *worker)
 static void screen_deliver(struct screen_worker_process *worker, cJSON *message,
 			   const void *payload, size_t length)
 {
-	const char *event = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(message, "event"));
+	const char *event =
+		cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(message, "event"));
 	if (event && strcmp(event, "idle") == 0) {
 		screen_worker_on_idle(worker);
 		return;
@@ -256,7 +257,8 @@ static void screen_on_read(struct bufferevent *channel, void *arg)
 			return;
 		if (header.json_length == 0 || header.json_length > SCREEN_FRAME_MAX_JSON ||
 		    header.payload_length > SCREEN_FRAME_MAX_PAYLOAD) {
-			log_msg(LOG_LEVEL_ERROR, "the screen worker sent a malformed frame; restarting it");
+			log_msg(LOG_LEVEL_ERROR,
+				"the screen worker sent a malformed frame; restarting it");
 			kill(worker->pid, SIGKILL);
 			screen_worker_lost(worker);
 			return;
@@ -274,7 +276,8 @@ static void screen_on_read(struct bufferevent *channel, void *arg)
 		free(text);
 		if (!cJSON_IsObject(message)) {
 			cJSON_Delete(message);
-			log_msg(LOG_LEVEL_ERROR, "the screen worker sent a frame that is not JSON; restarting it");
+			log_msg(LOG_LEVEL_ERROR,
+				"the screen worker sent a frame that is not JSON; restarting it");
 			kill(worker->pid, SIGKILL);
 			screen_worker_lost(worker);
 			return;
@@ -338,7 +341,7 @@ static void screen_request(cJSON *request, struct screen_call call)
 	cJSON_AddNumberToObject(request, "id", waiting->id);
 	char *text = cJSON_PrintUnformatted(request);
 	cJSON_Delete(request);
-	struct screen_frame_header header = { (uint32_t)strlen(text), 0 };
+	struct screen_frame_header header = {(uint32_t)strlen(text), 0};
 	bufferevent_write(current->channel, &header, sizeof header);
 	bufferevent_write(current->channel, text, header.json_length);
 	free(text);
@@ -404,16 +407,17 @@ static void screen_shot_answered(const struct screen_call *call, const cJSON *an
 
 void screen_shot(const struct screen_shot_options *options, screen_shot_done_fn done, void *arg)
 {
-	const char *const names[] = { "format", "quality", "scale", "x", "y", "w", "h", "cursor" };
-	const char *const values[] = { options->format, options->quality, options->scale,
-				       options->x, options->y, options->w, options->h,
-				       options->cursor };
+	const char *const names[] = {"format", "quality", "scale", "x", "y", "w", "h", "cursor"};
+	const char *const values[] = {options->format, options->quality, options->scale,
+				      options->x,      options->y,       options->w,
+				      options->h,      options->cursor};
 	cJSON *request = screen_op("shot");
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (values[i])
 			cJSON_AddStringToObject(request, names[i], values[i]);
-	screen_request(request, (struct screen_call){ .answered = screen_shot_answered,
-						      .done.shot = done, .arg = arg });
+	screen_request(request, (struct screen_call){.answered = screen_shot_answered,
+						     .done.shot = done,
+						     .arg = arg});
 }
 
 static void screen_input_answered(const struct screen_call *call, const cJSON *answer,
@@ -430,8 +434,9 @@ void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg)
 {
 	cJSON *request = screen_op("input");
 	cJSON_AddItemToObject(request, "actions", cJSON_Duplicate(actions, true));
-	screen_request(request, (struct screen_call){ .answered = screen_input_answered,
-						      .done.input = done, .arg = arg });
+	screen_request(request, (struct screen_call){.answered = screen_input_answered,
+						     .done.input = done,
+						     .arg = arg});
 }
 
 /* ---- recording ---- */
@@ -487,20 +492,25 @@ void screen_record_start(const char *path, const cJSON *fps, const cJSON *max_se
 		cJSON_AddItemToObject(request, "fps", cJSON_Duplicate(fps, true));
 	if (max_sec && !cJSON_IsNull(max_sec))
 		cJSON_AddItemToObject(request, "maxSec", cJSON_Duplicate(max_sec, true));
-	screen_request(request, (struct screen_call){ .answered = screen_record_answered,
-						      .done.record = done, .arg = arg });
+	screen_request(request, (struct screen_call){.answered = screen_record_answered,
+						     .done.record = done,
+						     .arg = arg});
 }
 
 void screen_record_stop(screen_record_done_fn done, void *arg)
 {
-	screen_request(screen_op("record_stop"), (struct screen_call){
-		.answered = screen_record_answered, .done.record = done, .arg = arg });
+	screen_request(screen_op("record_stop"),
+		       (struct screen_call){.answered = screen_record_answered,
+					    .done.record = done,
+					    .arg = arg});
 }
 
 void screen_record_status(screen_record_done_fn done, void *arg)
 {
-	screen_request(screen_op("record_status"), (struct screen_call){
-		.answered = screen_record_status_answered, .done.record = done, .arg = arg });
+	screen_request(screen_op("record_status"),
+		       (struct screen_call){.answered = screen_record_status_answered,
+					    .done.record = done,
+					    .arg = arg});
 }
 
 /* ---- the live screen ---- */
@@ -508,7 +518,8 @@ void screen_record_status(screen_record_done_fn done, void *arg)
 static void screen_tell_live(const cJSON *event, const void *payload, size_t length)
 {
 	static const char *const kinds[] = {
-		[SCREEN_LIVE_INIT] = "init", [SCREEN_LIVE_FRAGMENT] = "fragment",
+		[SCREEN_LIVE_INIT] = "init",
+		[SCREEN_LIVE_FRAGMENT] = "fragment",
 		[SCREEN_LIVE_ENDED] = "ended",
 	};
 	double live = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(event, "live"));
@@ -560,8 +571,9 @@ void screen_live_start(int live, int fps, double scale, screen_live_started_fn d
 	cJSON_AddNumberToObject(request, "live", live);
 	cJSON_AddNumberToObject(request, "fps", fps);
 	cJSON_AddNumberToObject(request, "scale", scale);
-	screen_request(request, (struct screen_call){ .answered = screen_live_answered,
-						      .done.live = done, .arg = arg });
+	screen_request(request, (struct screen_call){.answered = screen_live_answered,
+						     .done.live = done,
+						     .arg = arg});
 }
 
 /* live_key and live_stop: their answers tell nothing the caller needs. */
@@ -574,7 +586,7 @@ static void screen_live_tell(const char *op, int live)
 {
 	cJSON *request = screen_op(op);
 	cJSON_AddNumberToObject(request, "live", live);
-	screen_request(request, (struct screen_call){ .answered = screen_ignore_answer });
+	screen_request(request, (struct screen_call){.answered = screen_ignore_answer});
 }
 
 void screen_live_key(int live)

@@ -79,15 +79,15 @@ void screen_input(const cJSON *actions, screen_input_done_fn done, void *arg);
  * during the callback only. */
 struct screen_record_figures {
 	const char *path;
-	int64_t bytes;         /* of the file so far */
+	int64_t bytes; /* of the file so far */
 	/* The rest is known when the worker told it; not when the worker died
 	 * mid-recording (boxd then knows only the file and why it ended). */
 	bool measured;
 	int64_t duration_ms, frames, dropped_frames;
 	int fps, width, height;
-	int64_t started_at;    /* ms since the epoch */
-	const char *ended_by;  /* "stop", "maxSec", "error", "display_lost"; NULL while running */
-	const char *error;     /* why it ended, when by an error or the worker's end; else NULL */
+	int64_t started_at;   /* ms since the epoch */
+	const char *ended_by; /* "stop", "maxSec", "error", "display_lost"; NULL while running */
+	const char *error;    /* why it ended, when by an error or the worker's end; else NULL */
 };
 
 /* Exactly one of `figures` and `failed` is given, except for
@@ -111,8 +111,8 @@ void screen_record_status(screen_record_done_fn done, void *arg);
 /* A live capture as it started (docs/screen.md, "The live screen"). */
 struct screen_live_stream {
 	int width, height;
-	int64_t started_at;    /* ms since the epoch of the stream's time 0 */
-	const char *codec;     /* its RFC 6381 name, "avc1.PPCCLL"; NULL when none fit to send */
+	int64_t started_at; /* ms since the epoch of the stream's time 0 */
+	const char *codec;  /* its RFC 6381 name, "avc1.PPCCLL"; NULL when none fit to send */
 };
 
 /* Exactly one of `stream` and `failed` is given; both valid during the call. */
@@ -128,17 +128,17 @@ void screen_live_key(int live);
 void screen_live_stop(int live);
 
 enum screen_live_kind {
-	SCREEN_LIVE_INIT,      /* the init segment (ftyp+moov) */
-	SCREEN_LIVE_FRAGMENT,  /* one frame: moof+mdat */
-	SCREEN_LIVE_ENDED,     /* the capture ended by itself */
+	SCREEN_LIVE_INIT,     /* the init segment (ftyp+moov) */
+	SCREEN_LIVE_FRAGMENT, /* one frame: moof+mdat */
+	SCREEN_LIVE_ENDED,    /* the capture ended by itself */
 };
 
 /* A piece of a capture's stream, fragmented MP4; valid during the call. */
 struct screen_live_piece {
 	int live;
 	enum screen_live_kind kind;
-	bool key;              /* a fragment that starts with a keyframe */
-	const char *error;     /* SCREEN_LIVE_ENDED: why, if said */
+	bool key;          /* a fragment that starts with a keyframe */
+	const char *error; /* SCREEN_LIVE_ENDED: why, if said */
 	const void *data;
 	size_t length;
 };

@@ -44,7 +44,7 @@ static int screen_spawn_child(const char *display, int idle_sec, bool warm, int 
 	helper_spawn_attributes(&attributes);
 	char idle[16];
 	snprintf(idle, sizeof idle, "%d", idle_sec);
-	char *argv[] = {"boxd-screen", "--display", (char *)display, "--idle-exit", idle,
+	char *argv[] = {"boxd-screen",          "--display", (char *)display, "--idle-exit", idle,
 			warm ? "--warm" : NULL, NULL};
 	int failed = posix_spawn(pid, screen_program(), &actions, &attributes, argv, environ);
 	posix_spawn_file_actions_destroy(&actions);
@@ -90,12 +90,14 @@ enum failure screen_exit_meaning(int status, char *message, size_t message_size)
 		return FAILURE_DISPLAY_UNAVAILABLE;
 	}
 	if (done && WIFSIGNALED(status))
-		snprintf(message, message_size,
-			 "the screen worker was ended by signal %d; it restarts on the next request",
-			 WTERMSIG(status));
+		snprintf(
+			message, message_size,
+			"the screen worker was ended by signal %d; it restarts on the next request",
+			WTERMSIG(status));
 	else if (done && WIFEXITED(status) && WEXITSTATUS(status) == 127)
 		snprintf(message, message_size,
-			 "cannot start the screen worker boxd-screen; is boxd installed completely?");
+			 "cannot start the screen worker boxd-screen; is boxd installed "
+			 "completely?");
 	else
 		snprintf(message, message_size,
 			 "the screen worker stopped (status %d); it restarts on the next request",

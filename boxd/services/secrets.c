@@ -30,9 +30,9 @@
  * never goes to a core dump or swap, wiped when freed. */
 struct locked {
 	char *data;
-	size_t size;	/* mapped */
+	size_t size; /* mapped */
 	size_t used;
-	size_t count;	/* strings */
+	size_t count; /* strings */
 };
 
 struct service_values {
@@ -41,7 +41,7 @@ struct service_values {
 	struct service_values *next;
 };
 
-static struct locked secret_pairs;	/* the PUT set */
+static struct locked secret_pairs; /* the PUT set */
 static struct service_values *services;
 static char *keyring_name;
 static char *env_work_dir; /* WORK: the env files are under WORK/.sbx/env */
@@ -65,9 +65,10 @@ static struct locked locked_new(size_t size)
 	if (data == MAP_FAILED)
 		abort();
 	if (mlock(data, mapped) != 0)
-		log_msg(LOG_LEVEL_WARNING, "cannot lock the memory holding secrets; they could be swapped out");
+		log_msg(LOG_LEVEL_WARNING,
+			"cannot lock the memory holding secrets; they could be swapped out");
 	madvise(data, mapped, MADV_DONTDUMP);
-	return (struct locked){ .data = data, .size = mapped };
+	return (struct locked){.data = data, .size = mapped};
 }
 
 static void locked_free(struct locked *l)
@@ -77,7 +78,7 @@ static void locked_free(struct locked *l)
 		munlock(l->data, l->size);
 		munmap(l->data, l->size);
 	}
-	*l = (struct locked){ 0 };
+	*l = (struct locked){0};
 }
 
 static void locked_put(struct locked *l, const char *text)
@@ -98,7 +99,7 @@ static const char *locked_next(const struct locked *l, const char *at)
 void secrets_foreach_masked(void (*fn)(const char *value, void *ctx), void *ctx)
 {
 	if (secret_pairs.count)
-		for (const char *name = secret_pairs.data; name; ) {
+		for (const char *name = secret_pairs.data; name;) {
 			const char *value = locked_next(&secret_pairs, name);
 			fn(value, ctx);
 			name = locked_next(&secret_pairs, value);
@@ -131,11 +132,11 @@ static void collect_value(const char *value, void *ctx)
 	list->values[list->count++] = value;
 }
 
-static bool filter_installed;	/* between secrets_init and secrets_shutdown */
+static bool filter_installed; /* between secrets_init and secrets_shutdown */
 
 static void rebuild_set(void)
 {
-	struct value_list list = { 0 };
+	struct value_list list = {0};
 	secrets_foreach_masked(collect_value, &list);
 	struct mask_set *set = mask_set_new(list.values, NULL, list.count);
 	free(list.values);
@@ -185,29 +186,35 @@ static void persist(void)
 	struct locked blob = locked_new(sizeof BLOB_MAGIC + secret_pairs.used);
 	memcpy(blob.data, BLOB_MAGIC, sizeof BLOB_MAGIC - 1);
 	memcpy(blob.data + sizeof BLOB_MAGIC - 1, secret_pairs.data, secret_pairs.used);
-	if (!keyring_save(keyring_name, blob.data, sizeof BLOB_MAGIC - 1 + secret_pairs.used,
-			  error, sizeof error))
+	if (!keyring_save(keyring_name, blob.data, sizeof BLOB_MAGIC - 1 + secret_pairs.used, error,
+			  sizeof error))
 		log_msg(LOG_LEVEL_WARNING, "%s", error);
 	locked_free(&blob);
 }
 
-bool secrets_replace(const char *const *names, const char *const *values, size_t count,
-		     char *error, size_t error_size)
+bool secrets_replace(const char *const *names, const char *const *values, size_t count, char *error,
+		     size_t error_size)
 {
 	size_t size = 0;
 	for (size_t i = 0; i < count; i++) {
 		if (!valid_name(names[i]))
-			return text_fail(error, error_size, "%.80s is not an environment variable name "
-					 "(letters, digits and _, not starting with a digit)", names[i]);
+			return text_fail(error, error_size,
+					 "%.80s is not an environment variable name "
+					 "(letters, digits and _, not starting with a digit)",
+					 names[i]);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(names[i], names[j]) == 0)
-				return text_fail(error, error_size, "the name %s is given twice", names[i]);
+				return text_fail(error, error_size, "the name %s is given twice",
+						 names[i]);
 		if (strlen(values[i]) > MAX_VALUE)
-			return text_fail(error, error_size, "the value of %s is longer than %u bytes", names[i], MAX_VALUE);
+			return text_fail(error, error_size,
+					 "the value of %s is longer than %u bytes", names[i],
+					 MAX_VALUE);
 		size += strlen(names[i]) + strlen(values[i]) + 2;
 	}
 	if (size + sizeof BLOB_MAGIC > MAX_BLOB) {
-		snprintf(error, error_size, "the secrets take %zu bytes; at most %u fit", size, MAX_BLOB);
+		snprintf(error, error_size, "the secrets take %zu bytes; at most %u fit", size,
+			 MAX_BLOB);
 		return false;
 	}
 	struct locked pairs = locked_new(size);
@@ -253,7 +260,7 @@ void secrets_foreach(void (*fn)(const char *name, const char *value, void *ctx),
 {
 	if (!secret_pairs.count)
 		return;
-	for (const char *name = secret_pairs.data; name; ) {
+	for (const char *name = secret_pairs.data; name;) {
 		const char *value = locked_next(&secret_pairs, name);
 		fn(name, value, ctx);
 		name = locked_next(&secret_pairs, value);
@@ -280,8 +287,8 @@ void secrets_set_service_values(const char *service, const char *const *values, 
 	rebuild_set();
 }
 
-cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
-			 char *error, size_t error_size)
+cJSON *secrets_apply_env(const char *service, const char *text, size_t len, char *error,
+			 size_t error_size)
 {
 	struct dotenv env;
 	if (!dotenv_parse(text, len, &env, error, error_size))
@@ -328,7 +335,8 @@ char *secrets_write_env(const char *service, const char *text, size_t len, cJSON
 	free(sbx);
 	if (!made || !io_replace_file(path, text, len, 0600, IO_REPLACE_DURABLE)) {
 		int saved = errno;
-		text_fail(error, error_size, "cannot %s %s", made ? "write" : "create", made ? path : dir);
+		text_fail(error, error_size, "cannot %s %s", made ? "write" : "create",
+			  made ? path : dir);
 		free(dir);
 		free(path);
 		errno = saved;
@@ -349,11 +357,13 @@ static void load_env_files(const char *work_dir)
 	struct dirent *entry;
 	while (dir && (entry = readdir(dir))) {
 		size_t name_len = strlen(entry->d_name);
-		if (entry->d_name[0] == '.' || name_len < 5 || strcmp(entry->d_name + name_len - 4, ".env"))
+		if (entry->d_name[0] == '.' || name_len < 5 ||
+		    strcmp(entry->d_name + name_len - 4, ".env"))
 			continue;
 		int fd = openat(dirfd(dir), entry->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
-		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+		if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    st.st_size > (1 << 20)) {
 			if (fd >= 0)
 				close(fd);
 			continue;
@@ -363,7 +373,9 @@ static void load_env_files(const char *work_dir)
 		close(fd);
 		char *service = xstrndup(entry->d_name, name_len - 4);
 		char error[256];
-		cJSON *names = got >= 0 ? secrets_apply_env(service, text.data, (size_t)got, error, sizeof error) : NULL;
+		cJSON *names = got >= 0 ? secrets_apply_env(service, text.data, (size_t)got, error,
+							    sizeof error)
+					: NULL;
 		if (!names)
 			log_msg(LOG_LEVEL_WARNING, "env file of %s not read back: %s", service,
 				got < 0 ? "read failed" : error);
@@ -381,7 +393,8 @@ static void restore_from_keyring(void)
 	struct locked blob = locked_new(MAX_BLOB + 1);
 	long len = keyring_load(keyring_name, blob.data, MAX_BLOB);
 	size_t magic = sizeof BLOB_MAGIC - 1;
-	if (len > (long)magic && memcmp(blob.data, BLOB_MAGIC, magic) == 0 && blob.data[len - 1] == '\0') {
+	if (len > (long)magic && memcmp(blob.data, BLOB_MAGIC, magic) == 0 &&
+	    blob.data[len - 1] == '\0') {
 		struct locked pairs = locked_new((size_t)len - magic);
 		memcpy(pairs.data, blob.data + magic, (size_t)len - magic);
 		pairs.used = (size_t)len - magic;
@@ -390,12 +403,14 @@ static void restore_from_keyring(void)
 				pairs.count++;
 		if (pairs.count % 2 == 0) {
 			secret_pairs = pairs;
-			log_msg(LOG_LEVEL_INFO, "%zu secrets restored from the kernel keyring", pairs.count / 2);
+			log_msg(LOG_LEVEL_INFO, "%zu secrets restored from the kernel keyring",
+				pairs.count / 2);
 		} else {
 			locked_free(&pairs);
 		}
 	} else if (len != 0) {
-		log_msg(LOG_LEVEL_WARNING, "the secrets kept in the kernel keyring are unreadable; starting without them");
+		log_msg(LOG_LEVEL_WARNING, "the secrets kept in the kernel keyring are unreadable; "
+					   "starting without them");
 	}
 	locked_free(&blob);
 }
@@ -416,7 +431,7 @@ void secrets_init(const char *run_dir, const char *work_dir)
 	env_work_dir = xstrdup(work_dir);
 	/* No core dump, no ptrace by other users, no /proc/PID/mem reads. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	struct rlimit no_core = { 0, 0 };
+	struct rlimit no_core = {0, 0};
 	setrlimit(RLIMIT_CORE, &no_core);
 
 	keyring_name = xasprintf("boxd-secrets:%s", run_dir);

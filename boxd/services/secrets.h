@@ -29,8 +29,8 @@ void secrets_shutdown(void);
 
 /* Replaces the PUT set. Names must be environment variable names; on a bad
  * one returns false with a sentence in `error` and changes nothing. */
-bool secrets_replace(const char *const *names, const char *const *values, size_t count,
-		     char *error, size_t error_size);
+bool secrets_replace(const char *const *names, const char *const *values, size_t count, char *error,
+		     size_t error_size);
 /* Sorted names of the PUT set, as a JSON array. */
 cJSON *secrets_names_json(void);
 size_t secrets_count(void);
@@ -42,8 +42,8 @@ void secrets_set_service_values(const char *service, const char *const *values, 
 /* Parses dotenv `text` of a service and makes its secret-looking values
  * (and the passwords of URLs) masked. Returns the names as a JSON array, or
  * NULL with a sentence in `error` when the text is malformed. */
-cJSON *secrets_apply_env(const char *service, const char *text, size_t len,
-			 char *error, size_t error_size);
+cJSON *secrets_apply_env(const char *service, const char *text, size_t len, char *error,
+			 size_t error_size);
 
 /* Writes WORK/.sbx/env/<service>.env (0600, whole or not at all, on disk
  * before it returns) with the dotenv `text`, then applies it

@@ -72,4 +72,3 @@ cJSON *steps_to_json(void)
 	}
 	return root;
 }
-

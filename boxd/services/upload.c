@@ -29,9 +29,12 @@ static void extracted(void *arg, const struct archive_extract_answer *answer)
 	struct upload *upload = arg;
 	const char *shown = upload->dest[0] ? upload->dest : "the work dir";
 	struct upload_result result = {
-		.ok = answer->ok, .files = answer->files, .bytes = answer->bytes,
+		.ok = answer->ok,
+		.files = answer->files,
+		.bytes = answer->bytes,
 		.dest = upload->dest[0] ? upload->dest : ".",
-		.failure = answer->failure, .message = answer->message,
+		.failure = answer->failure,
+		.message = answer->message,
 	};
 	char why[1024];
 	if (answer->ok) {
@@ -42,8 +45,10 @@ static void extracted(void *arg, const struct archive_extract_answer *answer)
 		steps_add("upload", "refused into %s: %s", shown, answer->message);
 		if (answer->failure == FAILURE_DISK_FULL) {
 			/* The worker names the entry; the caller needs the place too. */
-			snprintf(why, sizeof why, "the disk is full under %s%s%s: %s (free space there and "
-				 "retry)", settings->work_dir, upload->dest[0] ? "/" : "", upload->dest,
+			snprintf(why, sizeof why,
+				 "the disk is full under %s%s%s: %s (free space there and "
+				 "retry)",
+				 settings->work_dir, upload->dest[0] ? "/" : "", upload->dest,
 				 answer->message);
 			result.message = why;
 		}
@@ -53,8 +58,7 @@ static void extracted(void *arg, const struct archive_extract_answer *answer)
 	free(upload);
 }
 
-struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done,
-				    void *arg)
+struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done, void *arg)
 {
 	struct upload *upload = xcalloc(1, sizeof *upload);
 	upload->dest = xstrdup(dest);

@@ -34,7 +34,6 @@ typedef void (*upload_done_fn)(void *arg, const struct upload_result *result);
  * dir ("" for the work dir itself), and records the step. done() runs once,
  * on the loop. Returns the worker's call (for archive_call_cancel), or NULL
  * when done() has run already. */
-struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done,
-				    void *arg);
+struct archive_call *upload_extract(const char *dest, int input_fd, upload_done_fn done, void *arg);
 
 #endif

@@ -74,7 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!base[0])
 		setup();
 	int input = memfd_create("fuzz-archive", 0);
-	if (input < 0 || write(input, data, size) != (ssize_t)size || lseek(input, 0, SEEK_SET) != 0)
+	if (input < 0 || write(input, data, size) != (ssize_t)size ||
+	    lseek(input, 0, SEEK_SET) != 0)
 		abort();
 	int dest_fd = open(dest, O_RDONLY | O_DIRECTORY);
 	if (dest_fd < 0)

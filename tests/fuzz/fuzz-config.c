@@ -35,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	copy[size] = '\0';
 	char *argv[MAX_ARGS + 4] = {"boxd", "--config", path};
 	int argc = 3;
-	for (size_t at = file_size + 2; at < size && argc < MAX_ARGS + 3; at += strlen(copy + at) + 1)
+	for (size_t at = file_size + 2; at < size && argc < MAX_ARGS + 3;
+	     at += strlen(copy + at) + 1)
 		argv[argc++] = copy + at;
 	argv[argc] = NULL;
 

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < env.count; i++) {
 		const char *name = env.entries[i].name;
 		if (!name[0] || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-					   "0123456789_.-") != strlen(name))
+					     "0123456789_.-") != strlen(name))
 			abort();
 		size_t start, len;
 		if (dotenv_url_password(env.entries[i].value, &start, &len) &&

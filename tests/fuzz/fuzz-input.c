@@ -41,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char error[256];
 	if (actions && input_check(actions, error, sizeof error)) {
 		const cJSON *action;
-		cJSON_ArrayForEach(action, actions) {
+		cJSON_ArrayForEach(action, actions)
+		{
 			const cJSON *text = cJSON_GetObjectItemCaseSensitive(action, "text");
 			if (cJSON_IsString(text))
 				walk_text(text->valuestring);

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t text_len = size - (size_t)(text - input);
 	struct mask_set *set = mask_set_new(values, lens, count);
 
-	struct out streamed = { 0 };
+	struct out streamed = {0};
 	struct mask_stream *stream = mask_stream_new(set, collect, &streamed);
 	size_t chunk = 1 + (size_t)(text_len ? (unsigned char)text[0] % 13 : 0);
 	for (size_t at = 0; at < text_len; at += chunk)

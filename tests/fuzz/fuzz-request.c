@@ -72,7 +72,8 @@ static void route(struct transcript *t, const struct http_head *head)
 	char *params[ROUTE_MAX_PARAMS] = {0};
 	bool known;
 	char allowed[64];
-	const struct api_route *found = routes_find(head->method, raw, params, &known, allowed, sizeof allowed);
+	const struct api_route *found =
+		routes_find(head->method, raw, params, &known, allowed, sizeof allowed);
 	note(t, found ? "r" : known ? "k" : "n", 1);
 	for (int i = 0; i < ROUTE_MAX_PARAMS; i++) {
 		if (params[i])
@@ -105,7 +106,8 @@ static bool step(struct conn *c)
 		while (c->length >= 2 && c->buffer[0] == '\r' && c->buffer[1] == '\n')
 			consume(c, 2);
 		size_t head_length = http_head_length(c->buffer, c->length);
-		if (head_length > HTTP_HEAD_LIMIT || (!head_length && c->length > HTTP_HEAD_LIMIT)) {
+		if (head_length > HTTP_HEAD_LIMIT ||
+		    (!head_length && c->length > HTTP_HEAD_LIMIT)) {
 			finish(c, 431);
 			return false;
 		}
@@ -128,11 +130,13 @@ static bool step(struct conn *c)
 			note_text(&c->t, head.headers[i].name);
 			note_text(&c->t, head.headers[i].value);
 		}
-		unsigned char flags[3] = {(unsigned char)head.body, head.keep_alive, head.expect_continue};
+		unsigned char flags[3] = {(unsigned char)head.body, head.keep_alive,
+					  head.expect_continue};
 		note(&c->t, flags, sizeof flags);
 		route(&c->t, &head);
-		c->state = head.body == HTTP_BODY_LENGTH ? BODY_LENGTH
-			   : head.body == HTTP_BODY_CHUNKED ? BODY_CHUNKED : HEAD;
+		c->state = head.body == HTTP_BODY_LENGTH    ? BODY_LENGTH
+			   : head.body == HTTP_BODY_CHUNKED ? BODY_CHUNKED
+							    : HEAD;
 		c->left = head.content_length;
 		http_chunked_init(&c->chunked);
 		http_head_free(&head);
@@ -150,13 +154,12 @@ static bool step(struct conn *c)
 		return true;
 	}
 	size_t used;
-	enum http_chunked_result result = http_chunked_feed(&c->chunked, c->buffer, c->length, &used);
+	enum http_chunked_result result =
+		http_chunked_feed(&c->chunked, c->buffer, c->length, &used);
 	if (used > c->length)
 		abort();
 	switch (result) {
-	case HTTP_CHUNKED_ERROR:
-		finish(c, 400);
-		return false;
+	case HTTP_CHUNKED_ERROR: finish(c, 400); return false;
 	case HTTP_CHUNKED_DATA:
 		/* Taken in two parts when it can, as a slow sink would. */
 		note(&c->t, c->buffer, used);
@@ -168,9 +171,7 @@ static bool step(struct conn *c)
 		consume(c, used);
 		c->state = HEAD;
 		return true;
-	case HTTP_CHUNKED_MORE:
-		consume(c, used);
-		return used > 0;
+	case HTTP_CHUNKED_MORE: consume(c, used); return used > 0;
 	}
 	return false;
 }
@@ -216,7 +217,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (whole.hash != bytes.hash || whole.hash != pieces.hash || whole.end != bytes.end ||
 	    whole.requests != pieces.requests) {
 		fprintf(stderr, "a split changed the meaning: %u/%u/%u requests, end %d/%d/%d\n",
-			whole.requests, bytes.requests, pieces.requests, whole.end, bytes.end, pieces.end);
+			whole.requests, bytes.requests, pieces.requests, whole.end, bytes.end,
+			pieces.end);
 		abort();
 	}
 	return 0;

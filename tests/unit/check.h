@@ -7,24 +7,28 @@
 
 static int check_failures, check_count;
 
-#define CHECK(condition) do { \
-	check_count++; \
-	if (!(condition)) { \
-		check_failures++; \
-		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #condition); \
-	} \
-} while (0)
+#define CHECK(condition)                                                                 \
+	do {                                                                             \
+		check_count++;                                                           \
+		if (!(condition)) {                                                      \
+			check_failures++;                                                \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
+				#condition);                                             \
+		}                                                                        \
+	} while (0)
 
 /* CHECK with a printf-style note of what was seen instead. */
-#define CHECKF(condition, ...) do { \
-	check_count++; \
-	if (!(condition)) { \
-		check_failures++; \
-		fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #condition); \
-		fprintf(stderr, __VA_ARGS__); \
-		fputc('\n', stderr); \
-	} \
-} while (0)
+#define CHECKF(condition, ...)                                                           \
+	do {                                                                             \
+		check_count++;                                                           \
+		if (!(condition)) {                                                      \
+			check_failures++;                                                \
+			fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, \
+				#condition);                                             \
+			fprintf(stderr, __VA_ARGS__);                                    \
+			fputc('\n', stderr);                                             \
+		}                                                                        \
+	} while (0)
 
 static inline int check_done(const char *name)
 {

@@ -32,8 +32,7 @@ static int run_confined(enum archive_sandbox_profile profile, enum action action
 		switch (action) {
 		case ALLOWED_WORK: {
 			char buffer[16];
-			if (write(pipe_fds[1], "x", 1) == 1 &&
-			    read(pipe_fds[0], buffer, 1) == 1)
+			if (write(pipe_fds[1], "x", 1) == 1 && read(pipe_fds[0], buffer, 1) == 1)
 				_exit(0);
 			_exit(4);
 		}
@@ -42,9 +41,7 @@ static int run_confined(enum archive_sandbox_profile profile, enum action action
 			execve("/bin/true", argv, NULL);
 			_exit(5);
 		}
-		case SOCKET:
-			syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
-			_exit(6);
+		case SOCKET: syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0); _exit(6);
 		case FORK:
 			syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0); /* a process, not a thread */
 			_exit(7);

@@ -22,8 +22,10 @@ static void dropped_child(void)
 	cap_get_flag(caps, CAP_KILL, CAP_EFFECTIVE, &kill_cap);
 	if (admin == CAP_SET || kill_cap != CAP_SET)
 		_exit(11);
-	execl("/bin/sh", "sh", "-c", "e=$(grep CapEff /proc/self/status | cut -f2); "
-	      "b=$(grep CapBnd /proc/self/status | cut -f2); [ \"$e\" = \"$b\" ]", (char *)NULL);
+	execl("/bin/sh", "sh", "-c",
+	      "e=$(grep CapEff /proc/self/status | cut -f2); "
+	      "b=$(grep CapBnd /proc/self/status | cut -f2); [ \"$e\" = \"$b\" ]",
+	      (char *)NULL);
 	_exit(12);
 }
 
@@ -32,7 +34,8 @@ int main(void)
 	char text[256];
 	capabilities_describe(text, sizeof text);
 	printf("kept capabilities: %s\n", text);
-	CHECKF(strstr(text, "cap_kill") && !strstr(text, "cap_sys_admin"), "described set: %s", text);
+	CHECKF(strstr(text, "cap_kill") && !strstr(text, "cap_sys_admin"), "described set: %s",
+	       text);
 	if (geteuid() != 0) {
 		printf("capability drop: skipped (not root)\n");
 		return check_done("capabilities");

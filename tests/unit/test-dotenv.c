@@ -5,7 +5,6 @@
 #include "check.h"
 #include "dotenv.h"
 
-
 static const char *lookup(const struct dotenv *env, const char *name)
 {
 	for (size_t i = 0; i < env->count; i++)
@@ -22,7 +21,7 @@ static void expect_value(const char *text, const char *name, const char *want)
 	CHECKF(ok, "parse of [%s] failed: %s", text, error);
 	const char *got = ok ? lookup(&env, name) : NULL;
 	CHECKF(got && strcmp(got, want) == 0, "[%s] %s: got [%s], want [%s]", text, name,
-	      got ? got : "(none)", want);
+	       got ? got : "(none)", want);
 	dotenv_free(&env);
 }
 
@@ -32,7 +31,7 @@ static void expect_error(const char *text, const char *fragment)
 	char error[256] = "";
 	bool ok = dotenv_parse(text, strlen(text), &env, error, sizeof error);
 	CHECKF(!ok && strstr(error, fragment), "[%s]: want an error with [%s], got %s [%s]", text,
-	      fragment, ok ? "success" : "error", error);
+	       fragment, ok ? "success" : "error", error);
 	CHECKF(env.count == 0, "entries left after an error");
 }
 
@@ -53,7 +52,8 @@ int main(void)
 	expect_value("J=1\nJ=2\n", "J", "2");
 	expect_value("exported=1", "exported", "1");
 	expect_value("K.dot-dash=v", "K.dot-dash", "v");
-	expect_value("URL=postgres://u:p@ss@host:5432/db?x=1", "URL", "postgres://u:p@ss@host:5432/db?x=1");
+	expect_value("URL=postgres://u:p@ss@host:5432/db?x=1", "URL",
+		     "postgres://u:p@ss@host:5432/db?x=1");
 
 	expect_error("=value", "line 1: expected NAME=value");
 	expect_error("A=1\nNOEQUALS\n", "line 2: expected '=' after the name NOEQUALS");
@@ -63,18 +63,21 @@ int main(void)
 	expect_error("1A=x", "expected NAME=value");
 	struct dotenv env;
 	char error[256] = "";
-	CHECKF(!dotenv_parse("A=x\0y", 5, &env, error, sizeof error) && strstr(error, "NUL"), "NUL: %s", error);
+	CHECKF(!dotenv_parse("A=x\0y", 5, &env, error, sizeof error) && strstr(error, "NUL"),
+	       "NUL: %s", error);
 
 	CHECKF(dotenv_is_secret("API_KEY", "x"), "API_KEY");
 	CHECKF(dotenv_is_secret("db_password", "x"), "db_password");
 	CHECKF(dotenv_is_secret("SENTRY_DSN", "x"), "SENTRY_DSN");
 	CHECKF(!dotenv_is_secret("PORT", "8080"), "PORT");
 	CHECKF(!dotenv_is_secret("HOME_URL", "https://example.com/a:b@c"), "URL without password");
-	CHECKF(dotenv_is_secret("DATABASE_URL", "postgres://app:s3cr3t-pw@db:5432/x"), "URL with password");
+	CHECKF(dotenv_is_secret("DATABASE_URL", "postgres://app:s3cr3t-pw@db:5432/x"),
+	       "URL with password");
 	size_t start, len;
 	const char *url = "redis://:p@ss:word@cache:6379/0";
-	CHECKF(dotenv_url_password(url, &start, &len) && len == 9 && strncmp(url + start, "p@ss:word", 9) == 0,
-	      "url password with @: %zu %zu", start, len);
+	CHECKF(dotenv_url_password(url, &start, &len) && len == 9 &&
+		       strncmp(url + start, "p@ss:word", 9) == 0,
+	       "url password with @: %zu %zu", start, len);
 	CHECKF(!dotenv_url_password("redis://user@cache", &start, &len), "no password");
 	CHECKF(!dotenv_url_password("not a url user:pw@host", &start, &len), "not a url");
 

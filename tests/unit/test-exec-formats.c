@@ -18,8 +18,12 @@
 static void test_utf8(void)
 {
 	size_t n;
-	char *s = utf8_sanitize("a\xff" "b\xc3\x28" "\xe2\x82\xac\x00z", 10, &n);
-	CHECK(!strcmp(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd(\xe2\x82\xac\xef\xbf\xbdz"));
+	char *s = utf8_sanitize("a\xff"
+				"b\xc3\x28"
+				"\xe2\x82\xac\x00z",
+				10, &n);
+	CHECK(!strcmp(s, "a\xef\xbf\xbd"
+			 "b\xef\xbf\xbd(\xe2\x82\xac\xef\xbf\xbdz"));
 	free(s);
 	/* Overlong, surrogate and beyond U+10FFFF forms are invalid. */
 	s = utf8_sanitize("\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80", 9, NULL);
@@ -30,7 +34,9 @@ static void test_utf8(void)
 	CHECK(utf8_prefix_length("ab\xf0\x9f\x98", 5) == 2);
 	CHECK(utf8_prefix_length("abc", 3) == 3);
 	CHECK(utf8_prefix_length("", 0) == 0);
-	CHECK(utf8_skip_partial("\x82\xac" "z", 3) == 2);
+	CHECK(utf8_skip_partial("\x82\xac"
+				"z",
+				3) == 2);
 	CHECK(utf8_skip_partial("z", 1) == 0);
 }
 
@@ -46,7 +52,8 @@ static void test_fields(void)
 	bool malformed;
 	CHECK(fields_next(&r, &key, &value, &length, &malformed) && !strcmp(key, "bin") &&
 	      length == 5 && !memcmp(value, "a\nb\0c", 5));
-	CHECK(fields_next(&r, &key, &value, &length, &malformed) && fields_int(value, length, 0) == -42);
+	CHECK(fields_next(&r, &key, &value, &length, &malformed) &&
+	      fields_int(value, length, 0) == -42);
 	CHECK(fields_next(&r, &key, &value, &length, &malformed) && length == 0);
 	CHECK(!fields_next(&r, &key, &value, &length, &malformed) && !malformed);
 	/* A length past the end is malformed, never a read past the buffer. */
@@ -63,13 +70,27 @@ static void test_spec_round_trip(void)
 	char *secrets[] = {"hunter2hunter2"};
 	gid_t groups[] = {4, 27};
 	struct shim_spec spec = {
-		.id = "c_1", .cmd = "echo 'x'\nexit 3", .cwd = "/work", .user = "root",
-		.uid = 1000, .gid = 1000, .groups = groups, .group_count = 2,
-		.env = env, .env_count = 2, .secrets = secrets, .secret_count = 1,
-		.stdin_data = "in\0put", .stdin_length = 6, .timeout_ms = 600000,
-		.max_output_bytes = 262144, .state_dir = "/run/boxd/procs/c_1",
-		.log_path = "/work/.sbx/logs/c_1.log", .log_cap_bytes = 1 << 29,
-		.hold_output = true, .memory_max = 3ull << 30,
+		.id = "c_1",
+		.cmd = "echo 'x'\nexit 3",
+		.cwd = "/work",
+		.user = "root",
+		.uid = 1000,
+		.gid = 1000,
+		.groups = groups,
+		.group_count = 2,
+		.env = env,
+		.env_count = 2,
+		.secrets = secrets,
+		.secret_count = 1,
+		.stdin_data = "in\0put",
+		.stdin_length = 6,
+		.timeout_ms = 600000,
+		.max_output_bytes = 262144,
+		.state_dir = "/run/boxd/procs/c_1",
+		.log_path = "/work/.sbx/logs/c_1.log",
+		.log_cap_bytes = 1 << 29,
+		.hold_output = true,
+		.memory_max = 3ull << 30,
 	};
 	int fd = memfd_create("spec", 0);
 	CHECK(shim_spec_write(&spec, fd));
@@ -97,17 +118,20 @@ static void test_spec_round_trip(void)
 static void test_spec_preparation_and_shared_reads(void)
 {
 	struct shim_spec prepare = {
-		.id = "c_00aa", .state_dir = "/run/boxd/procs/c_00aa",
-		.log_path = "/work/.sbx/logs/c_00aa.log", .cgroup_base = "/sys/fs/cgroup/x",
-		.pids_max = 1024, .log_cap_bytes = 1 << 29,
+		.id = "c_00aa",
+		.state_dir = "/run/boxd/procs/c_00aa",
+		.log_path = "/work/.sbx/logs/c_00aa.log",
+		.cgroup_base = "/sys/fs/cgroup/x",
+		.pids_max = 1024,
+		.log_cap_bytes = 1 << 29,
 	};
 	size_t length;
 	char *data = shim_spec_format(&prepare, &length);
 	struct shim_spec back;
 	char error[256];
 	CHECK(shim_spec_parse(&back, data, length, false, error, sizeof error));
-	CHECK(!strcmp(back.id, "c_00aa") && !back.cmd && !strcmp(back.cgroup_base, "/sys/fs/cgroup/x") &&
-	      back.pids_max == 1024);
+	CHECK(!strcmp(back.id, "c_00aa") && !back.cmd &&
+	      !strcmp(back.cgroup_base, "/sys/fs/cgroup/x") && back.pids_max == 1024);
 	shim_spec_free(&back);
 	/* As a command's spec it is incomplete. */
 	CHECK(!shim_spec_parse(&back, data, length, true, error, sizeof error));
@@ -126,10 +150,17 @@ static void test_spec_preparation_and_shared_reads(void)
 
 static void test_meta_in_memory(void)
 {
-	struct shim_meta meta = {.id = "b_1", .cmd = "sleep 1\n", .cwd = "/w", .user = "root",
-				 .log_path = "/w/.sbx/logs/b_1.log", .cgroup = "/sys/fs/cgroup/b/b_1",
-				 .background = true, .started_at = 1700000000001, .timeout_ms = 5000,
-				 .pid = 42, .shim_pid = 41};
+	struct shim_meta meta = {.id = "b_1",
+				 .cmd = "sleep 1\n",
+				 .cwd = "/w",
+				 .user = "root",
+				 .log_path = "/w/.sbx/logs/b_1.log",
+				 .cgroup = "/sys/fs/cgroup/b/b_1",
+				 .background = true,
+				 .started_at = 1700000000001,
+				 .timeout_ms = 5000,
+				 .pid = 42,
+				 .shim_pid = 41};
 	size_t length;
 	char *data = shim_meta_format(&meta, &length);
 	struct shim_meta back;
@@ -145,9 +176,13 @@ static void test_meta_in_memory(void)
 /* A small result travels with its captures (bytes, NULs included). */
 static void test_exit_record_with_captures(void)
 {
-	struct exit_record record = {.exit_code = 0, .cpu_ms = 1, .peak_memory_bytes = 5,
-				     .oom_kills = EXIT_RECORD_UNKNOWN, .has_captures = true,
-				     .captures = {"out\0put\n", ""}, .capture_lengths = {8, 0}};
+	struct exit_record record = {.exit_code = 0,
+				     .cpu_ms = 1,
+				     .peak_memory_bytes = 5,
+				     .oom_kills = EXIT_RECORD_UNKNOWN,
+				     .has_captures = true,
+				     .captures = {"out\0put\n", ""},
+				     .capture_lengths = {8, 0}};
 	size_t length;
 	char *data = exit_record_format(&record, &length);
 	struct exit_record back;
@@ -197,9 +232,14 @@ static void test_exit_record(void)
 	char path[] = "/tmp/test-exit-XXXXXX";
 	int fd = mkstemp(path);
 	close(fd);
-	struct exit_record record = {.exit_code = 124, .signal = SIGTERM, .timed_out = true,
-				     .cpu_ms = 12, .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
-				     .oom_kills = 2, .ended_at = 1700000000000, .log_error = "disk full"};
+	struct exit_record record = {.exit_code = 124,
+				     .signal = SIGTERM,
+				     .timed_out = true,
+				     .cpu_ms = 12,
+				     .peak_memory_bytes = EXIT_RECORD_UNKNOWN,
+				     .oom_kills = 2,
+				     .ended_at = 1700000000000,
+				     .log_error = "disk full"};
 	CHECK(exit_record_write(&record, path));
 	struct exit_record back;
 	CHECK(exit_record_read(&back, path));

@@ -23,9 +23,11 @@ static void check_heads(void)
 	struct http_head head;
 	const char *why;
 	const char *text = "POST /v1/sync/upload?dest=a HTTP/1.1\r\nHost: x\r\n"
-			   "transfer-encoding:  Chunked \r\nExpect: 100-continue\r\nConnection: a, close\r\n\r\n";
+			   "transfer-encoding:  Chunked \r\nExpect: 100-continue\r\nConnection: a, "
+			   "close\r\n\r\n";
 	CHECK(http_parse_head(text, strlen(text), &head, &why) == 0);
-	CHECK(strcmp(head.method, "POST") == 0 && strcmp(head.target, "/v1/sync/upload?dest=a") == 0);
+	CHECK(strcmp(head.method, "POST") == 0 &&
+	      strcmp(head.target, "/v1/sync/upload?dest=a") == 0);
 	CHECK(head.body == HTTP_BODY_CHUNKED && head.expect_continue && !head.keep_alive);
 	CHECK(head.minor_version == 1 && head.header_count == 4);
 	CHECK(strcmp(http_head_get(&head, "HOST"), "x") == 0);
@@ -37,7 +39,8 @@ static void check_heads(void)
 	CHECK(http_parse_head(text, strlen(text), &head, &why) == 0);
 	CHECK(head.body == HTTP_BODY_NONE && !head.keep_alive);
 	http_head_free(&head);
-	text = "PUT /x HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 12\r\nContent-Length: 12\r\n\r\n";
+	text = "PUT /x HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 12\r\nContent-Length: "
+	       "12\r\n\r\n";
 	CHECK(http_parse_head(text, strlen(text), &head, &why) == 0);
 	CHECK(head.body == HTTP_BODY_LENGTH && head.content_length == 12 && head.keep_alive);
 	http_head_free(&head);
@@ -58,8 +61,10 @@ static void check_heads(void)
 	CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1,1\r\n\r\n") == 400);
 	CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
 	CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1234567890123456789\r\n\r\n") == 400);
-	CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n") == 400);
-	CHECK(status_of("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n") == 400);
+	CHECK(status_of("GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: "
+			"chunked\r\n\r\n") == 400);
+	CHECK(status_of("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+			"chunked\r\n\r\n") == 400);
 	CHECK(status_of("GET / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n") == 501);
 	CHECK(status_of("GET / HTTP/1.1\r\n\r") == 400);
 
@@ -89,14 +94,15 @@ static char *decode(const char *body, size_t step, bool *done)
 		size_t piece = length - at < step ? length - at : step;
 		size_t used = 0, offset = 0;
 		while (offset < piece && !*done) {
-			enum http_chunked_result result =
-				http_chunked_feed(&chunked, body + at + offset, piece - offset, &used);
+			enum http_chunked_result result = http_chunked_feed(
+				&chunked, body + at + offset, piece - offset, &used);
 			if (result == HTTP_CHUNKED_ERROR) {
 				free(out);
 				return NULL;
 			}
 			if (result == HTTP_CHUNKED_DATA) {
-				size_t take = used > 1 ? used - 1 : used; /* a sink taking less than offered */
+				size_t take = used > 1 ? used - 1
+						       : used; /* a sink taking less than offered */
 				memcpy(out + out_length, body + at + offset, take);
 				out_length += take;
 				http_chunked_take(&chunked, take);
@@ -112,16 +118,23 @@ static char *decode(const char *body, size_t step, bool *done)
 
 static void check_chunked(void)
 {
-	const char *body = "4\r\nWiki\r\n5;name=v\r\npedia\r\nE \r\n in\r\n\r\nchunks.\r\n0\r\nT: x\r\n\r\n";
+	const char *body =
+		"4\r\nWiki\r\n5;name=v\r\npedia\r\nE \r\n in\r\n\r\nchunks.\r\n0\r\nT: x\r\n\r\n";
 	for (size_t step = 1; step <= strlen(body); step++) {
 		bool done;
 		char *out = decode(body, step, &done);
-		CHECKF(out && done && strcmp(out, "Wikipedia in\r\n\r\nchunks.") == 0, "step %zu: %s", step,
-		       out ? out : "(error)");
+		CHECKF(out && done && strcmp(out, "Wikipedia in\r\n\r\nchunks.") == 0,
+		       "step %zu: %s", step, out ? out : "(error)");
 		free(out);
 	}
-	const char *bad[] = {"x\r\n", "\r\n", "4\r\nWikiX", "4\nWiki", "1234567890abcdef\r\n",
-			     "1\r\na\r\n0\r\n:x\r\n\r\n", "0\r\n\n", NULL};
+	const char *bad[] = {"x\r\n",
+			     "\r\n",
+			     "4\r\nWikiX",
+			     "4\nWiki",
+			     "1234567890abcdef\r\n",
+			     "1\r\na\r\n0\r\n:x\r\n\r\n",
+			     "0\r\n\n",
+			     NULL};
 	for (int i = 0; bad[i]; i++) {
 		bool done;
 		char *out = decode(bad[i], 1, &done);

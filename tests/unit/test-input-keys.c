@@ -17,7 +17,8 @@ static int parse(const char *combo, KeySym *keysyms)
 static void test_combinations(void)
 {
 	KeySym k[INPUT_KEYS_MAX_COMBO];
-	CHECK(parse("ctrl+shift+t", k) == 3 && k[0] == XK_Control_L && k[1] == XK_Shift_L && k[2] == XK_t);
+	CHECK(parse("ctrl+shift+t", k) == 3 && k[0] == XK_Control_L && k[1] == XK_Shift_L &&
+	      k[2] == XK_t);
 	CHECK(parse("Return", k) == 1 && k[0] == XK_Return);
 	CHECK(parse("return", k) == 1 && k[0] == XK_Return);
 	CHECK(parse("enter", k) == 1 && k[0] == XK_Return);
@@ -59,10 +60,10 @@ static void test_utf8(void)
 	CHECK(input_keys_utf8_next("\xc3\xb6", 2, &c) == 2 && c == 0xf6);
 	CHECK(input_keys_utf8_next("\xe2\x9c\x93", 3, &c) == 3 && c == 0x2713);
 	CHECK(input_keys_utf8_next("\xf0\x9f\x98\x80", 4, &c) == 4 && c == 0x1f600);
-	CHECK(input_keys_utf8_next("\xc3", 1, &c) == 0);                 /* cut short */
-	CHECK(input_keys_utf8_next("\xc0\x80", 2, &c) == 0);             /* overlong */
-	CHECK(input_keys_utf8_next("\xed\xa0\x80", 3, &c) == 0);         /* surrogate */
-	CHECK(input_keys_utf8_next("\xf4\x90\x80\x80", 4, &c) == 0);     /* past U+10FFFF */
+	CHECK(input_keys_utf8_next("\xc3", 1, &c) == 0);             /* cut short */
+	CHECK(input_keys_utf8_next("\xc0\x80", 2, &c) == 0);         /* overlong */
+	CHECK(input_keys_utf8_next("\xed\xa0\x80", 3, &c) == 0);     /* surrogate */
+	CHECK(input_keys_utf8_next("\xf4\x90\x80\x80", 4, &c) == 0); /* past U+10FFFF */
 	CHECK(input_keys_utf8_next("\x80", 1, &c) == 0);
 	CHECK(input_keys_utf8_next("\xff", 1, &c) == 0);
 }

@@ -73,7 +73,8 @@ static void check_unix_accept(const char *path)
 		length = sizeof peer;
 		accepted = accept4(listener, (struct sockaddr *)&peer, &length, SOCK_CLOEXEC);
 		CHECK(accepted >= 0);
-		CHECK(!listeners_peer_allowed(listener, accepted, (struct sockaddr *)&peer, length));
+		CHECK(!listeners_peer_allowed(listener, accepted, (struct sockaddr *)&peer,
+					      length));
 		close(accepted);
 	}
 	/* An unguarded listener admits nobody. */
@@ -86,7 +87,8 @@ static void check_unix_accept(const char *path)
 	close(accepted);
 	close(client);
 	/* A second boxd must not steal a live socket. */
-	CHECK(listeners_open_unix(path, error, sizeof error) < 0 && strstr(error, "already serving"));
+	CHECK(listeners_open_unix(path, error, sizeof error) < 0 &&
+	      strstr(error, "already serving"));
 	close(listener);
 	unlink(path);
 }

@@ -83,7 +83,7 @@ static long occurrence(struct mask_set *set, size_t i, const char *text, size_t 
  * an occurrence starting inside the current run extends it. */
 static struct buf reference(struct mask_set *set, const char *text, size_t n)
 {
-	struct buf out = { 0 };
+	struct buf out = {0};
 	buf_put(&out, "", 0);
 	size_t plain = 0, run_end = 0;
 	size_t forms = mask_set_form_count(set);
@@ -128,7 +128,7 @@ static bool is_proper_prefix_of_form(struct mask_set *set, const char *s, size_t
 static void check_stream(struct mask_set *set, const char *text, size_t n, int mode)
 {
 	struct buf want = reference(set, text, n);
-	struct buf got = { 0 };
+	struct buf got = {0};
 	buf_put(&got, "", 0);
 	struct mask_stream *stream = mask_stream_new(set, buf_output, &got);
 	size_t at = 0;
@@ -139,18 +139,19 @@ static void check_stream(struct mask_set *set, const char *text, size_t n, int m
 		mask_stream_feed(stream, text + at, chunk);
 		at += chunk;
 		CHECKF(got.len <= want.len && memcmp(got.data, want.data, got.len) == 0,
-		      "output not final after %zu bytes", at);
+		       "output not final after %zu bytes", at);
 		size_t held = mask_stream_pending(stream);
 		CHECKF(held == 0 || is_proper_prefix_of_form(set, text + at - held, held),
-		      "holds %zu bytes that cannot start a form", held);
+		       "holds %zu bytes that cannot start a form", held);
 	}
 	mask_stream_flush(stream);
 	CHECKF(got.len == want.len && memcmp(got.data, want.data, got.len) == 0,
-	      "stream (mode %d) differs from reference:\n  got  %s\n  want %s", mode, got.data, want.data);
+	       "stream (mode %d) differs from reference:\n  got  %s\n  want %s", mode, got.data,
+	       want.data);
 	size_t once_len;
 	char *once = mask_bytes(set, text, n, &once_len);
 	CHECKF(once_len == want.len && memcmp(once, want.data, once_len) == 0,
-	      "mask_bytes differs from reference:\n  got  %s\n  want %s", once, want.data);
+	       "mask_bytes differs from reference:\n  got  %s\n  want %s", once, want.data);
 	free(once);
 	mask_stream_free(stream);
 	free(want.data);
@@ -160,7 +161,10 @@ static void check_stream(struct mask_set *set, const char *text, size_t n, int m
 static void random_cases(int cases)
 {
 	static const char alphabets[][80] = {
-		"ab", "abc\n", "abcdefgh", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n '\"\\%",
+		"ab",
+		"abc\n",
+		"abcdefgh",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n '\"\\%",
 	};
 	for (int c = 0; c < cases; c++) {
 		const char *alpha = alphabets[rnd(4)];
@@ -176,7 +180,7 @@ static void random_cases(int cases)
 			values[v][len] = 0;
 		}
 		struct mask_set *set = mask_set_new((const char *const *)values, NULL, nvalues);
-		struct buf text = { 0 };
+		struct buf text = {0};
 		size_t target = rnd(600);
 		while (text.len < target) {
 			uint32_t what = rnd(10);
@@ -235,8 +239,10 @@ static void base64(const char *in, size_t n, char *out, bool url)
 	size_t o = 0;
 	for (size_t i = 0; i < n; i += 3) {
 		uint32_t v = (uint32_t)(unsigned char)in[i] << 16;
-		if (i + 1 < n) v |= (uint32_t)(unsigned char)in[i + 1] << 8;
-		if (i + 2 < n) v |= (unsigned char)in[i + 2];
+		if (i + 1 < n)
+			v |= (uint32_t)(unsigned char)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)in[i + 2];
 		out[o++] = a[v >> 18];
 		out[o++] = a[(v >> 12) & 63];
 		out[o++] = i + 1 < n ? a[(v >> 6) & 63] : '=';
@@ -256,14 +262,17 @@ static void check_base64(const char *secret, const char *prefix, const char *suf
 	char text[600];
 	snprintf(text, sizeof text, "Authorization: Basic %s\n", enc);
 	char *got = masked(secret, text);
-	CHECKF(strstr(got, "****") != NULL, "base64 of %s%s%s not masked: %s", prefix, secret, suffix, got);
+	CHECKF(strstr(got, "****") != NULL, "base64 of %s%s%s not masked: %s", prefix, secret,
+	       suffix, got);
 	/* Characters 1 past the prefix's group up to 1 before the end are all S. */
-	size_t from = (strlen(prefix) * 8 + 5) / 6 + 1, to = ((strlen(prefix) + strlen(secret)) * 8) / 6 - 1;
+	size_t from = (strlen(prefix) * 8 + 5) / 6 + 1,
+	       to = ((strlen(prefix) + strlen(secret)) * 8) / 6 - 1;
 	for (size_t k = from; k + 8 <= to; k++) {
 		char piece[9];
 		memcpy(piece, enc + k, 8);
 		piece[8] = 0;
-		CHECKF(strstr(got, piece) == NULL, "base64 piece %s of %s survives in %s", piece, secret, got);
+		CHECKF(strstr(got, piece) == NULL, "base64 piece %s of %s survives in %s", piece,
+		       secret, got);
 	}
 	free(got);
 }
@@ -288,12 +297,14 @@ static void check_base64_wrapped(const char *secret, const char *prefix, int wid
 		if (*c != '\n')
 			joined[j++] = *c;
 	joined[j] = 0;
-	size_t from = (strlen(prefix) * 8 + 5) / 6, to = ((strlen(prefix) + strlen(secret)) * 8) / 6;
+	size_t from = (strlen(prefix) * 8 + 5) / 6,
+	       to = ((strlen(prefix) + strlen(secret)) * 8) / 6;
 	for (size_t k = from; k + 8 <= to; k++) {
 		char piece[9];
 		memcpy(piece, enc + k, 8);
 		piece[8] = 0;
-		CHECKF(strstr(joined, piece) == NULL, "wrapped (%d) base64 piece %s survives in %s", width, piece, got);
+		CHECKF(strstr(joined, piece) == NULL, "wrapped (%d) base64 piece %s survives in %s",
+		       width, piece, got);
 	}
 	free(got);
 }
@@ -320,18 +331,18 @@ static void random_context(char *v, size_t len)
 /* text with `piece` [from, to) of `enc` replaced: the expected output when
  * exactly those characters make one masked occurrence. `pos` maps a
  * character of enc to its place in text. */
-static void expect_exact(struct mask_set *set, const char *text, size_t n, size_t start,
-			 size_t end, const char *what, size_t len, size_t offset)
+static void expect_exact(struct mask_set *set, const char *text, size_t n, size_t start, size_t end,
+			 const char *what, size_t len, size_t offset)
 {
-	struct buf want = { 0 };
+	struct buf want = {0};
 	buf_put(&want, text, start);
 	buf_put(&want, "****", 4);
 	buf_put(&want, text + end, n - end);
 	size_t got_len;
 	char *got = mask_bytes(set, text, n, &got_len);
 	CHECKF(got_len == want.len && memcmp(got, want.data, got_len) == 0,
-	      "%s: value of %zu bytes at offset %zu: got\n%.*s\nwant\n%s", what, len, offset,
-	      (int)got_len, got, want.data);
+	       "%s: value of %zu bytes at offset %zu: got\n%.*s\nwant\n%s", what, len, offset,
+	       (int)got_len, got, want.data);
 	free(got);
 	free(want.data);
 }
@@ -340,7 +351,7 @@ static void expect_exact(struct mask_set *set, const char *text, size_t n, size_
  * receives where enc[i] lands. */
 static struct buf wrap_lines(const char *enc, size_t n, size_t width, const char *eol, size_t *pos)
 {
-	struct buf out = { 0 };
+	struct buf out = {0};
 	for (size_t i = 0; i < n; i++) {
 		if (i && i % width == 0)
 			buf_put(&out, eol, strlen(eol));
@@ -361,14 +372,14 @@ static struct buf wrap_lines(const char *enc, size_t n, size_t width, const char
  * one-shot maskers agree with the reference. */
 static void wrapped_base64_cases(void)
 {
-	static const size_t widths[] = { 64, 76 };
-	static const char *const eols[] = { "\n", "\r\n" };
+	static const size_t widths[] = {64, 76};
+	static const char *const eols[] = {"\n", "\r\n"};
 	char value[200], plain[300], enc[500];
 	size_t pos[500] = {0};
 	int checked = 0;
 	for (size_t len = 8; len <= 200; len++) {
 		random_value(value, len);
-		const char *values[] = { value };
+		const char *values[] = {value};
 		struct mask_set *set = mask_set_new(values, &len, 1);
 		for (size_t w = 0; w < 2; w++)
 			for (size_t offset = 0; offset < widths[w] / 4 * 3; offset++) {
@@ -381,8 +392,10 @@ static void wrapped_base64_cases(void)
 				base64(plain, n, enc, url);
 				size_t first = (offset * 8 + 5) / 6, last = (offset + len) * 8 / 6;
 				struct buf text = wrap_lines(enc, strlen(enc), widths[w], eol, pos);
-				expect_exact(set, text.data, text.len, pos[first], pos[last - 1] + 1,
-					     url ? "wrapped url-safe base64" : "wrapped base64", len, offset);
+				expect_exact(set, text.data, text.len, pos[first],
+					     pos[last - 1] + 1,
+					     url ? "wrapped url-safe base64" : "wrapped base64",
+					     len, offset);
 				/* The reference and the stream, for a share of them (the
 				 * reference is slow): every length, each width and line end. */
 				if (offset % 7 == len % 7)
@@ -400,18 +413,19 @@ static void wrapped_base64_cases(void)
  * length from 8 to 200 and every column the value can start at. */
 static void hex_cases(void)
 {
-	static const size_t widths[] = { 0, 60, 64, 76 };
+	static const size_t widths[] = {0, 60, 64, 76};
 	char value[200], plain[300], enc[700];
 	size_t pos[700] = {0};
 	int checked = 0;
 	for (size_t len = 8; len <= 200; len++) {
 		random_value(value, len);
-		const char *values[] = { value };
+		const char *values[] = {value};
 		struct mask_set *set = mask_set_new(values, &len, 1);
 		for (size_t w = 0; w < 4; w++) {
 			size_t offsets = widths[w] ? widths[w] / 2 : 3;
 			for (size_t offset = 0; offset < offsets; offset++) {
-				const char *digits = (len + offset) % 2 ? "0123456789abcdef" : "0123456789ABCDEF";
+				const char *digits = (len + offset) % 2 ? "0123456789abcdef"
+									: "0123456789ABCDEF";
 				const char *eol = (len + offset / 2) % 2 ? "\n" : "\r\n";
 				size_t suffix = rnd(3), n = offset + len + suffix;
 				random_context(plain, offset);
@@ -422,7 +436,8 @@ static void hex_cases(void)
 					enc[2 * k + 1] = digits[(unsigned char)plain[k] & 15];
 				}
 				enc[2 * n] = 0;
-				struct buf text = wrap_lines(enc, 2 * n, widths[w] ? widths[w] : 100000, eol, pos);
+				struct buf text = wrap_lines(
+					enc, 2 * n, widths[w] ? widths[w] : 100000, eol, pos);
 				expect_exact(set, text.data, text.len, pos[2 * offset],
 					     pos[2 * (offset + len) - 1] + 1, "hex", len, offset);
 				if (offset % 5 == len % 5)
@@ -543,10 +558,10 @@ static void escape_cases(void)
 				for (size_t k = 0; k < len; k++)
 					if (rnd(8))
 						value[k] = (char)(0x20 + rnd(95));
-			if (kind == 2)	/* printable ASCII: printf %q backslashes it */
+			if (kind == 2) /* printable ASCII: printf %q backslashes it */
 				for (size_t k = 0; k < len; k++)
 					value[k] = (char)(0x20 + rnd(95));
-			const char *values[] = { value };
+			const char *values[] = {value};
 			struct mask_set *set = mask_set_new(values, &len, 1);
 			for (int style = 0; style < 7; style++) {
 				size_t n = 0;
@@ -556,17 +571,22 @@ static void escape_cases(void)
 				switch (style) {
 				case 0: n = python_bytes_repr(value, len, enc); break;
 				case 1: n = bash_ansi_c(value, len, enc); break;
-				case 5: n = kind == 2 ? bash_backslashed(value, len, enc)
-						      : bash_ansi_c(value, len, enc); break;
+				case 5:
+					n = kind == 2 ? bash_backslashed(value, len, enc)
+						      : bash_ansi_c(value, len, enc);
+					break;
 				case 6: n = go_quoted(value, len, enc); break;
-				case 2: case 3:
+				case 2:
+				case 3:
 					for (size_t k = 0; k < len; k++)
-						n += (size_t)sprintf(enc + n, style == 2 ? "\\x%02x" : "\\x%02X",
-								     (unsigned char)value[k]);
+						n += (size_t)sprintf(
+							enc + n, style == 2 ? "\\x%02x" : "\\x%02X",
+							(unsigned char)value[k]);
 					break;
 				case 4:
 					for (size_t k = 0; k < len; k++)
-						n += (size_t)sprintf(enc + n, "\\%03o", (unsigned char)value[k]);
+						n += (size_t)sprintf(enc + n, "\\%03o",
+								     (unsigned char)value[k]);
 					break;
 				}
 				/* The quotes around a repr stay; the inside is the value. */
@@ -578,8 +598,11 @@ static void escape_cases(void)
 				t += n;
 				text[t++] = '\n';
 				expect_exact(set, text, t, 2 + open, 2 + n - close,
-					     style == 0 ? "python repr" : style == 1 ? "bash $'...'" :
-					     style == 5 ? "printf %q" : style == 6 ? "go %q" : "escaped bytes",
+					     style == 0   ? "python repr"
+					     : style == 1 ? "bash $'...'"
+					     : style == 5 ? "printf %q"
+					     : style == 6 ? "go %q"
+							  : "escaped bytes",
 					     len, (size_t)style);
 				if ((len + (size_t)style) % 4 == 0)
 					check_stream(set, text, t, style % 3);
@@ -600,7 +623,7 @@ static void named_cases(void)
 	expect("short", "a short text", "a short text");
 	expect("abcdefg\n", "abcdefg and abcdefg\n", "abcdefg and ****");
 	/* Nested and overlapping: the longest cover wins, one "****". */
-	const char *nested[] = { "abcdefgh", "xxabcdefghyy", "ghyyzzzzzz" };
+	const char *nested[] = {"abcdefgh", "xxabcdefghyy", "ghyyzzzzzz"};
 	struct mask_set *set = mask_set_new(nested, NULL, 3);
 	char *out = mask_text(set, "1 xxabcdefghyy 2 abcdefgh 3 xxabcdefghyyzzzzzz 4");
 	CHECKF(strcmp(out, "1 **** 2 **** 3 **** 4") == 0, "nested: %s", out);
@@ -628,19 +651,26 @@ static void named_cases(void)
 	expect("a\x01\x7f\t\xc3\xa9\"'xyz", "b'a\\x01\\x7f\\t\\xc3\\xa9\"\\'xyz'", "b'****'");
 	expect("sk-live-0123456789", "id 736b2d6c6976652d30313233343536373839\n", "id ****\n");
 	expect("sk-live-0123456789", "736B2D6C6976652D30\r\n313233343536373839", "****");
-	expect("sk-live-0123456789", "\\x73\\x6b\\x2d\\x6c\\x69\\x76\\x65\\x2d\\x30\\x31\\x32\\x33\\x34\\x35\\x36\\x37\\x38\\x39", "****");
+	expect("sk-live-0123456789",
+	       "\\x73\\x6b\\x2d\\x6c\\x69\\x76\\x65\\x2d\\x30\\x31\\x32\\x33\\x34\\x35\\x36\\x37\\x"
+	       "38\\x39",
+	       "****");
 	/* A hex run too short to be the value, or a line end too early. */
-	expect("sk-live-0123456789", "736b2d6c6976652d3031323334353637383", "736b2d6c6976652d3031323334353637383");
-	expect("sk-live-0123456789", "736b2d6c6976652d30\n3132\n33343536373839", "736b2d6c6976652d30\n3132\n33343536373839");
-	const char *secrets[] = { "Zq9-secret-value", "abcdefgh", "12345678901", "\xff\xfe\x01binary!!" };
-	const char *prefixes[] = { "", "u", "us", "user:", "user:x" };
-	const char *suffixes[] = { "", "\n", "ab", "xyz" };
+	expect("sk-live-0123456789", "736b2d6c6976652d3031323334353637383",
+	       "736b2d6c6976652d3031323334353637383");
+	expect("sk-live-0123456789", "736b2d6c6976652d30\n3132\n33343536373839",
+	       "736b2d6c6976652d30\n3132\n33343536373839");
+	const char *secrets[] = {"Zq9-secret-value", "abcdefgh", "12345678901",
+				 "\xff\xfe\x01binary!!"};
+	const char *prefixes[] = {"", "u", "us", "user:", "user:x"};
+	const char *suffixes[] = {"", "\n", "ab", "xyz"};
 	for (size_t a = 0; a < 4; a++)
 		for (size_t b = 0; b < 5; b++)
 			for (size_t c = 0; c < 4; c++)
 				for (int url = 0; url < 2; url++)
 					check_base64(secrets[a], prefixes[b], suffixes[c], url);
-	const char *long_secret = "-----BEGIN KEY-----MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7-----END";
+	const char *long_secret =
+		"-----BEGIN KEY-----MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7-----END";
 	for (size_t b = 0; b < 5; b++)
 		for (int width = 60; width <= 80; width += 4)
 			check_base64_wrapped(long_secret, prefixes[b], width);
@@ -667,7 +697,7 @@ static void stream_cases(void)
 {
 	const char *s = "sk-live-0123456789";
 	struct mask_set *set = mask_set_new(&s, NULL, 1);
-	struct buf got = { 0 };
+	struct buf got = {0};
 	struct mask_stream *stream = mask_stream_new(set, buf_output, &got);
 	/* A line that cannot start a value comes out at once. */
 	mask_stream_feed(stream, "hello world\n", 12);
@@ -680,13 +710,14 @@ static void stream_cases(void)
 	CHECKF(strcmp(got.data, "hello world\nkey: ****") == 0, "byte by byte: %s", got.data);
 	/* A value added mid-stream: held bytes are checked against it too. */
 	got.len = 0;
-	const char *both[] = { s, "new-value-42424242" };
+	const char *both[] = {s, "new-value-42424242"};
 	struct mask_set *later = mask_set_new(both, NULL, 2);
 	mask_stream_feed(stream, "a sk-live-0123", 14);
 	mask_stream_set_values(stream, later);
 	mask_stream_feed(stream, "456789 b new-value-42424242 c\n", 30);
 	mask_stream_flush(stream);
-	CHECKF(got.len > 0 && strcmp(got.data, "a **** b **** c\n") == 0, "set_values: %s", got.data);
+	CHECKF(got.len > 0 && strcmp(got.data, "a **** b **** c\n") == 0, "set_values: %s",
+	       got.data);
 	mask_stream_free(stream);
 	mask_set_unref(later);
 	mask_set_unref(set);

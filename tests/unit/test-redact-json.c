@@ -36,7 +36,7 @@ static void expect(const char *json, const char *want)
 
 int main(void)
 {
-	const char *values[] = { "tok-4f9a2c-SECRET-value" };
+	const char *values[] = {"tok-4f9a2c-SECRET-value"};
 	set = mask_set_new(values, NULL, 1);
 	/* No filter yet: unchanged. */
 	expect("{\"note\":\"tok-4f9a2c-SECRET-value\"}", "{\"note\":\"tok-4f9a2c-SECRET-value\"}");

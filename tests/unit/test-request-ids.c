@@ -30,13 +30,15 @@ static void check_store(void)
 	CHECK(done && done->done && done->status == 201 && !done->orphaned);
 	size_t length;
 	if (done) {
-		CHECK(strcmp(done->target, "POST /v1/exec") == 0 && strcmp(done->resource, "c_1") == 0);
+		CHECK(strcmp(done->target, "POST /v1/exec") == 0 &&
+		      strcmp(done->resource, "c_1") == 0);
 		char *body = request_ids_body(done, &length);
 		CHECK(body && length == 7 && strcmp(body, "{\"a\":1}") == 0);
 		free(body);
 	}
 	running = request_ids_find("running");
-	CHECK(running && !running->done && running->orphaned && strcmp(running->resource, "c_2") == 0);
+	CHECK(running && !running->done && running->orphaned &&
+	      strcmp(running->resource, "c_2") == 0);
 	struct request_id_entry *unbound = request_ids_find("unbound");
 	CHECK(unbound && unbound->orphaned && unbound->resource == NULL);
 	request_ids_abandon(unbound);
@@ -50,7 +52,8 @@ static void check_store(void)
 	char id[32];
 	for (int i = 0; i < 10; i++) {
 		snprintf(id, sizeof id, "big-%d", i);
-		request_ids_finish(request_ids_begin(id, "PUT /v1/uploads/x", 200), 200, NULL, data, big, 200);
+		request_ids_finish(request_ids_begin(id, "PUT /v1/uploads/x", 200), 200, NULL, data,
+				   big, 200);
 	}
 	free(data);
 	struct request_id_entry *first = request_ids_find("big-0");
@@ -88,7 +91,8 @@ int main(void)
 	char id[32];
 	for (int i = 0; i < 300; i++) {
 		snprintf(id, sizeof id, "id-%d", i);
-		request_ids_finish(request_ids_begin(id, "PUT /v1/lock", 1000), 200, NULL, "", 0, 1000);
+		request_ids_finish(request_ids_begin(id, "PUT /v1/lock", 1000), 200, NULL, "", 0,
+				   1000);
 	}
 	CHECK(request_ids_count() == 301);
 	CHECK(request_ids_find("one") != NULL);

@@ -79,7 +79,8 @@ static void test_generation(const char *name)
 
 	draw(other, root, 0xff0000);
 	uint64_t after_draw = screen_damage_generation(screen);
-	CHECKF(after_draw != first, "no change seen after a drawing (%llu)", (unsigned long long)first);
+	CHECKF(after_draw != first, "no change seen after a drawing (%llu)",
+	       (unsigned long long)first);
 	CHECK(screen_damage_generation(screen) == after_draw);
 
 	/* Reported again after the first report was consumed. */

@@ -123,7 +123,8 @@ static void check_round_trip(struct screen_png *png, const uint8_t *pixels, int 
 	CHECKF(made, "%dx%d: %s", width, height, error);
 	if (!made)
 		return;
-	uint8_t *want = malloc((size_t)width * height * 3), *got = malloc((size_t)width * height * 3);
+	uint8_t *want = malloc((size_t)width * height * 3),
+		*got = malloc((size_t)width * height * 3);
 	expected_rgb(pixels, width, height, stride, input, want);
 	CHECKF(decode(data, length, width, height, got), "%dx%d layout %d does not decode", width,
 	       height, (int)input);
@@ -132,8 +133,9 @@ static void check_round_trip(struct screen_png *png, const uint8_t *pixels, int 
 	struct screen_png_stats stats;
 	screen_png_last_stats(png, &stats);
 	if (want_reused >= 0)
-		CHECKF(stats.strips_reused == want_reused, "%dx%d: %d of %d strips reused, wanted %d",
-		       width, height, stats.strips_reused, stats.strips, want_reused);
+		CHECKF(stats.strips_reused == want_reused,
+		       "%dx%d: %d of %d strips reused, wanted %d", width, height,
+		       stats.strips_reused, stats.strips, want_reused);
 	free(want);
 	free(got);
 	free(data);
@@ -141,8 +143,8 @@ static void check_round_trip(struct screen_png *png, const uint8_t *pixels, int 
 
 static void test_sizes_and_layouts(void)
 {
-	static const int sizes[][2] = { { 1, 1 }, { 2, 3 }, { 1, 100 }, { 100, 1 }, { 37, 31 },
-					{ 37, 32 }, { 37, 33 }, { 640, 400 }, { 1280, 800 } };
+	static const int sizes[][2] = {{1, 1},   {2, 3},   {1, 100},   {100, 1},   {37, 31},
+				       {37, 32}, {37, 33}, {640, 400}, {1280, 800}};
 	for (int layout = 0; layout < 3; layout++)
 		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 			int width = sizes[i][0], height = sizes[i][1];
@@ -150,7 +152,8 @@ static void test_sizes_and_layouts(void)
 			uint8_t *pixels = calloc(stride, (size_t)height);
 			paint(pixels, width, height, stride, (enum screen_png_input)layout, 1);
 			struct screen_png *png = screen_png_new();
-			check_round_trip(png, pixels, width, height, stride, (enum screen_png_input)layout, 0);
+			check_round_trip(png, pixels, width, height, stride,
+					 (enum screen_png_input)layout, 0);
 			screen_png_free(png);
 			free(pixels);
 		}
@@ -193,7 +196,7 @@ static void test_strips_reused(void)
 static void test_empty_refused(void)
 {
 	struct screen_png *png = screen_png_new();
-	uint8_t pixel[4] = { 0 }, *data = NULL;
+	uint8_t pixel[4] = {0}, *data = NULL;
 	size_t length;
 	char error[128] = "";
 	CHECK(!screen_png_encode(png, pixel, 0, 1, 4, SCREEN_PNG_BGR0, &data, &length, error,

@@ -58,8 +58,8 @@ static bool refuse_all(void *arg, const struct stat *link)
 static bool same_file(int a_dir, const char *a, int fd)
 {
 	struct stat one, two;
-	return fstatat(a_dir, a, &one, 0) == 0 && fstat(fd, &two) == 0 && one.st_ino == two.st_ino &&
-	       one.st_dev == two.st_dev;
+	return fstatat(a_dir, a, &one, 0) == 0 && fstat(fd, &two) == 0 &&
+	       one.st_ino == two.st_ino && one.st_dev == two.st_dev;
 }
 
 /* work_path_walk: the upload's resolution, one component at a time. */
@@ -67,8 +67,8 @@ static void test_walk(int dest)
 {
 	int root = open("/", O_PATH | O_DIRECTORY);
 	bool refuse = false;
-	struct work_path_walk how = {.root_fd = root, .create = true, .refuse_link = refuse_all,
-				     .arg = &refuse};
+	struct work_path_walk how = {
+		.root_fd = root, .create = true, .refuse_link = refuse_all, .arg = &refuse};
 	mkdirat(dest, "w", 0755);
 	int w = openat(dest, "w", O_PATH | O_DIRECTORY);
 	int fd = work_path_walk(w, "a/b", &how); /* the path's own names are made */
@@ -183,14 +183,16 @@ int main(void)
 	entry_hash_fd(fd, 0644, buffer, sizeof buffer, hash);
 	close(fd);
 	hex_of(hash, sha);
-	CHECK(strcmp(sha, "061b9c87fefc41a0add0a0c2ca36866730bd3bcd") == 0 || (fprintf(stderr, "got %s\n", sha), 0));
+	CHECK(strcmp(sha, "061b9c87fefc41a0add0a0c2ca36866730bd3bcd") == 0 ||
+	      (fprintf(stderr, "got %s\n", sha), 0));
 	struct entry_hash incremental;
 	entry_hash_begin_file(&incremental, 0100744);
 	entry_hash_update(&incremental, "x", 1);
 	unsigned char other[20];
 	entry_hash_finish(&incremental, other);
 	hex_of(other, sha); /* sha1("f:100:x") */
-	CHECK(strcmp(sha, "4a50744b80d28db3b345f19ba09561c4db71b2f2") == 0 || (fprintf(stderr, "got %s\n", sha), 0));
+	CHECK(strcmp(sha, "4a50744b80d28db3b345f19ba09561c4db71b2f2") == 0 ||
+	      (fprintf(stderr, "got %s\n", sha), 0));
 
 	char *manifest = NULL;
 	unsigned char a_hash[20], link_hash[20], wrong[20] = {0};
@@ -241,7 +243,8 @@ int main(void)
 	free(answer);
 
 	/* Hostile manifests. */
-	answer = diff(dest, "da39a3ee5e6b4b0d3255bfef95601890afd80709 2e2e2f78\n", cache, 400, &result);
+	answer = diff(dest, "da39a3ee5e6b4b0d3255bfef95601890afd80709 2e2e2f78\n", cache, 400,
+		      &result);
 	CHECK(result.status == SYNC_BAD_REQUEST && strstr(result.message, "line 1"));
 	free(answer);
 	answer = diff(dest, "\n\nnot a line\n", cache, 400, &result);
