@@ -188,7 +188,8 @@ static void sample_system(void)
 	if (sysinfo(&info) == 0) {
 		for (int i = 0; i < 3; i++) {
 			double load = (double)info.loads[i] / (1 << SI_LOAD_SHIFT);
-			sample->loads[i] = (double)(int64_t)(load * 100 + 0.5) / 100; /* 2 decimals */
+			sample->loads[i] =
+				(double)(int64_t)(load * 100 + 0.5) / 100; /* 2 decimals */
 		}
 		sample->total_memory = (double)info.totalram * info.mem_unit;
 		sample->available_memory = read_available_memory(&info);
