@@ -12,7 +12,7 @@ import shlex
 import subprocess
 import time
 
-from boxtest import (api, boxd_main_pid, figure, health, run, serving_again, sh,
+from boxtest import (api, boxd_main_pid, figure, health, request, run, serving_again, sh,
                      wait_until)
 
 CGROUP = "/sys/fs/cgroup"
@@ -217,3 +217,34 @@ def check_boxd_moved_and_frozen_is_restarted():
     wait_until("the trap empty", lambda: "populated 0" in open(f"{trap}/cgroup.events").read(), 10)
     os.rmdir(trap)
     return f"served again {outage} s after the freeze (watchdog 10 s + abort 5 s)"
+
+
+def check_boxd_moved_below_a_job_survives_its_stop():
+    """A command moves boxd into a cgroup below its own and is stopped: the
+    shim moves boxd home before the kill reaches the subtree."""
+    pid = boxd_main_pid()
+    job = api("POST", "/v1/exec", {"background": True, "cmd":
+                                   "sub=/sys/fs/cgroup$(grep ^0:: /proc/self/cgroup | cut -d: -f3)/deeper/still; "
+                                   f"mkdir -p $sub && echo {pid} > $sub/cgroup.procs && sleep 300"})
+    wait_until("boxd below the job", lambda: "/deeper/still" in cgroup_of(pid), 30, 0.2)
+    api("POST", f"/v1/procs/{job['bgId']}/stop", {"graceSec": 1})
+    wait_until("the job stopped", lambda: api("GET", f"/v1/procs/{job['bgId']}")["state"] ==
+               "exited", 30)
+    assert boxd_main_pid() == pid and cgroup_of(pid) == "/system.slice/boxd.service"
+    return "boxd back in its unit, same process, after the job's kill"
+
+
+def check_a_lock_survives_a_crash_of_boxd():
+    lock = api("PUT", "/v1/lock", {"locked": True, "note": "paying"})
+    old = boxd_main_pid()
+    sh("systemctl kill --kill-who=main -s KILL boxd")
+    wait_until("boxd serving again", lambda: serving_again(old), 60)
+    state = api("GET", "/v1/lock")
+    assert state["locked"] is True and state["note"] == "paying", state
+    status, _, _ = request("POST", "/v1/exec", {"cmd": "true"})
+    assert status == 423, status
+    status, _, _ = request("POST", "/v1/screen/input", {"actions": [{"type": "wait", "ms": 1}]},
+                           headers={"X-Takeover": lock["token"]})
+    assert status == 200, status
+    api("PUT", "/v1/lock", {"locked": False})
+    return "locked across systemd's restart; the person's token still works"
