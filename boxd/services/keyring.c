@@ -37,6 +37,28 @@ static void clear_from(const char *name, int first)
 	}
 }
 
+/* A key is born in the session keyring and moved to the user keyring: a
+ * new key grants its owner uid nothing but a view unless possessed, and only
+ * a possessor may widen that. Under systemd (KeyringMode=private) the session
+ * keyring is the invocation's own, the user keyring is not linked from it,
+ * so a key added straight to the user keyring is never possessed: the next
+ * boxd, a new invocation, could neither find nor read it. */
+static bool add_chunk(const char *description, const char *data, size_t n)
+{
+	long id = syscall(SYS_add_key, "user", description, data, n, KEY_SPEC_SESSION_KEYRING);
+	if (id < 0)
+		return false;
+	bool kept = syscall(SYS_keyctl, KEYCTL_SETPERM, id, KEY_POS_ALL | KEY_USR_ALL) == 0 &&
+		    syscall(SYS_keyctl, KEYCTL_LINK, id, KEY_SPEC_USER_KEYRING) == 0;
+	int saved = errno;
+	/* Kept by the user keyring alone: commands inherit boxd's session keyring. */
+	syscall(SYS_keyctl, KEYCTL_UNLINK, id, KEY_SPEC_SESSION_KEYRING);
+	if (!kept)
+		syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
+	errno = saved;
+	return kept;
+}
+
 bool keyring_save(const char *name, const char *data, size_t len, char *error, size_t error_size)
 {
 	char description[4200];
@@ -44,16 +66,13 @@ bool keyring_save(const char *name, const char *data, size_t len, char *error, s
 	for (size_t at = 0; at < len; at += KEYRING_CHUNK, chunks++) {
 		size_t n = len - at < KEYRING_CHUNK ? len - at : KEYRING_CHUNK;
 		chunk_name(description, sizeof description, name, chunks);
-		long id = syscall(SYS_add_key, "user", description, data + at, n,
-				  KEY_SPEC_USER_KEYRING);
-		if (id < 0) {
+		if (!add_chunk(description, data + at, n)) {
 			snprintf(error, error_size,
 				 "the kernel keyring refused to keep %s (%s): it will "
 				 "not survive a restart of boxd",
 				 name, strerror(errno));
 			return false;
 		}
-		syscall(SYS_keyctl, KEYCTL_SETPERM, id, KEY_POS_ALL | KEY_USR_ALL);
 	}
 	clear_from(name, chunks);
 	return true;

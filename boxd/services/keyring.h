@@ -3,7 +3,9 @@
  *
  * The blob is stored as "user" keys in the user keyring, `name:0`,
  * `name:1`, ... of at most KEYRING_CHUNK bytes each (the kernel's limit for
- * a user key is 32767). Readable by the same uid only. */
+ * a user key is 32767). Readable by the same uid only, found again by the
+ * next boxd whatever session keyring it starts with (systemd gives each
+ * start a private one). */
 #ifndef BOXD_KEYRING_H
 #define BOXD_KEYRING_H
 

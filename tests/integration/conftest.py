@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -86,13 +87,15 @@ class Boxd:
         self.socket = os.path.join(self.run_dir, "boxd.sock")
         self.log_path = os.path.join(root, "boxd.log")
         self.extra_args = list(extra_args)
+        # A program boxd is started through (private_keyring.py, say).
+        self.wrapper = []
         self.proc = None
         self.env = dict(os.environ)
         self.env.pop("NOTIFY_SOCKET", None)
         self.env.pop("WATCHDOG_USEC", None)
 
     def args(self, *extra):
-        return [BOXD, "--work-dir", self.work_dir, "--run-dir", self.run_dir,
+        return [*self.wrapper, BOXD, "--work-dir", self.work_dir, "--run-dir", self.run_dir,
                 "--socket", self.socket, "--vsock-port", "off",
                 "--display", self.env.get("BOXD_TEST_DISPLAY", ":65000"),
                 *self.extra_args, *extra]
@@ -189,6 +192,19 @@ def boxd_factory(tmp_path):
 @pytest.fixture
 def boxd(boxd_factory):
     return boxd_factory()
+
+
+PRIVATE_KEYRING = [sys.executable, os.path.join(os.path.dirname(__file__), "private_keyring.py")]
+
+
+@pytest.fixture(params=["shared", "private"], ids=["session-keyring", "private-keyring"])
+def keyring_boxd(boxd_factory, request):
+    """A boxd started in the caller's session keyring, and one started as
+    systemd starts it, in a private one of each start's own."""
+    box = boxd_factory(start=False)
+    if request.param == "private":
+        box.wrapper = PRIVATE_KEYRING
+    return box.start()
 
 
 class Xvfb:

@@ -172,7 +172,8 @@ def test_the_takeover_token_is_answered_once(boxd):
     assert status == 200 and new["token"] != first["token"]
 
 
-def test_a_lock_survives_a_crash_of_boxd(boxd):
+def test_a_lock_survives_a_crash_of_boxd(keyring_boxd):
+    boxd = keyring_boxd
     status, lock = boxd.call("PUT", "/v1/lock", {"locked": True, "note": "paying"},
                              headers={"X-Request-Id": "pay-1"})
     assert status == 200

@@ -215,7 +215,8 @@ def test_log_lines_are_masked(boxd_factory):
         put_secrets(box, {})
 
 
-def test_survives_kill_9(boxd):
+def test_survives_kill_9(keyring_boxd):
+    boxd = keyring_boxd
     put_secrets(boxd, {"S1": S1, "S3": S3})
     assert boxd.call("PUT", "/v1/env/web", "API_TOKEN=env-token-777\n")[0] == 200
     boxd.kill()

@@ -234,7 +234,8 @@ def check_boxd_moved_below_a_job_survives_its_stop():
     return "boxd back in its unit, same process, after the job's kill"
 
 
-def check_a_lock_survives_a_crash_of_boxd():
+def check_a_lock_and_secrets_survive_a_crash_of_boxd():
+    api("PUT", "/v1/secrets", {"secrets": {"KEPT": "kept-across-a-crash"}})
     lock = api("PUT", "/v1/lock", {"locked": True, "note": "paying"})
     old = boxd_main_pid()
     sh("systemctl kill --kill-who=main -s KILL boxd")
@@ -246,5 +247,7 @@ def check_a_lock_survives_a_crash_of_boxd():
     status, _, _ = request("POST", "/v1/screen/input", {"actions": [{"type": "wait", "ms": 1}]},
                            headers={"X-Takeover": lock["token"]})
     assert status == 200, status
+    assert health()["secrets"]["count"] == 1
     api("PUT", "/v1/lock", {"locked": False})
-    return "locked across systemd's restart; the person's token still works"
+    api("PUT", "/v1/secrets", {"secrets": {}})
+    return "locked and the secrets kept across systemd's restart; the person's token still works"
