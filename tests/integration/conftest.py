@@ -20,13 +20,15 @@ BOXCTL = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
 
 def _sanitized():
     try:
-        return b"libasan" in subprocess.run(["ldd", BOXD], capture_output=True).stdout
+        libraries = subprocess.run(["ldd", BOXD], capture_output=True).stdout
     except OSError:
         return False
+    return b"libasan" in libraries or b"libtsan" in libraries
 
 
-# Under ASan every allocation carries shadow memory and a quarantine, so
-# memory bounds in tests are scaled by this (flat stays flat, just higher).
+# Under ASan every allocation carries shadow memory and a quarantine, under
+# TSan shadow memory and a slower, larger heap (tests/tsan/), so memory bounds
+# in tests are scaled by this (flat stays flat, just higher).
 MEMORY_SCALE = 3 if _sanitized() else 1
 # ASan also keeps freed memory in a quarantine (256 MiB by default), so a
 # boxd that streams a GiB through short-lived buffers would look like it

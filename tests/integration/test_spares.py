@@ -65,9 +65,15 @@ def dead(pid):
 
 def two_spares(boxd):
     """Two spares with two ids (a spare forking itself away from boxd is
-    briefly two processes holding one id)."""
-    return wait_for(lambda: (lambda s: s if len(s) == 2 and len(set(s.values())) == 2 else None)(
-        spares(boxd)), timeout=10, what="two spare shims")
+    briefly two processes holding one id), each listening: a spare opens
+    its meta.tmp, then makes its socket."""
+    def ready():
+        found = spares(boxd)
+        if len(found) != 2 or len(set(found.values())) != 2:
+            return None
+        sockets = (os.path.join(boxd.run_dir, "procs", i, "sock") for i in found.values())
+        return found if all(os.path.exists(path) for path in sockets) else None
+    return wait_for(ready, timeout=10, what="two spare shims")
 
 
 def parent(pid):
