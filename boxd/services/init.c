@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "dotenv.h"
 #include "health.h"
+#include "hosts-block.h"
 #include "io.h"
 #include "log.h"
 #include "report.h"
@@ -181,8 +182,7 @@ static bool check_request(const cJSON *request, char *error, size_t size)
 	       check_env(cJSON_GetObjectItemCaseSensitive(request, "env"), error, size);
 }
 
-/* ---- the hosts file: boxd's block replaced, every other line kept ---- */
-
+/* The whole of a small file ("" when absent), NUL-terminated. */
 static char *read_file(const char *path, size_t *length)
 {
 	*length = 0;
@@ -196,50 +196,21 @@ static char *read_file(const char *path, size_t *length)
 	return text;
 }
 
-/* `text` without the lines of boxd's block, into `out`. */
-static void strip_block(const char *text, FILE *out)
-{
-	bool inside = false;
-	for (const char *line = text; *line;) {
-		size_t length = strcspn(line, "\n");
-		bool begins = !strncmp(line, HOSTS_BEGIN, strlen(HOSTS_BEGIN));
-		bool ends =
-			!strncmp(line, HOSTS_END, strlen(HOSTS_END)) && length == strlen(HOSTS_END);
-		if (begins)
-			inside = true;
-		if (!inside)
-			fprintf(out, "%.*s\n", (int)length, line);
-		if (ends)
-			inside = false;
-		line += length + (line[length] == '\n');
-	}
-}
+/* ---- the hosts file: boxd's block replaced, every other line kept ---- */
 
 /* False with errno set (and the sentence in `error`) when it cannot. */
 static bool write_hosts(const cJSON *hosts, char *error, size_t size)
 {
-	size_t length;
-	char *text = read_file(hosts_path, &length);
-	char *data = NULL;
-	size_t data_length = 0;
-	FILE *out = open_memstream(&data, &data_length);
-	strip_block(text, out);
-	if (hosts->child) {
-		fprintf(out, "%s\n", HOSTS_BEGIN);
-		for (const cJSON *item = hosts->child; item; item = item->next)
-			fprintf(out, "%s\t%s\n", item->valuestring, item->string);
-		fprintf(out, "%s\n", HOSTS_END);
-	}
+	char *lines = NULL;
+	size_t length = 0;
+	FILE *out = open_memstream(&lines, &length);
+	for (const cJSON *item = hosts->child; item; item = item->next)
+		fprintf(out, "%s\t%s\n", item->valuestring, item->string);
 	fclose(out);
-	free(text);
-	/* Whole: a reader sees the old file or the new one, never half. */
-	bool ok = io_replace_file(hosts_path, data, data_length, 0644, 0);
+	bool ok = hosts_block_write(hosts_path, HOSTS_BEGIN, HOSTS_END, lines, error, size);
 	int saved = errno;
-	free(data);
-	if (!ok) {
-		text_fail(error, size, "cannot replace %s: %s", hosts_path, strerror(saved));
-		errno = saved;
-	}
+	free(lines);
+	errno = saved;
 	return ok;
 }
 
