@@ -14,10 +14,13 @@
  * CAP_KILL: stop commands running as other users;
  * CAP_SETUID, CAP_SETGID: forked workers may switch to an unprivileged user;
  * CAP_NET_BIND_SERVICE: a --vsock-port below 1024;
- * CAP_SYS_TIME: POST /v1/init sets the clock of a box thawed behind time. */
+ * CAP_SYS_TIME: POST /v1/init sets the clock of a box thawed behind time;
+ * CAP_SYS_PTRACE: GET /v1/ports names the process behind each port, which
+ *   takes reading the fd links (/proc/PID/fd) of processes with more
+ *   capabilities than boxd's (every root daemon, every root command). */
 static const cap_value_t CAPABILITIES_KEPT[] = {
 	CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,  CAP_FOWNER,   CAP_KILL,
-	CAP_SETUID, CAP_SETGID,       CAP_NET_BIND_SERVICE, CAP_SYS_TIME,
+	CAP_SETUID, CAP_SETGID,       CAP_NET_BIND_SERVICE, CAP_SYS_TIME, CAP_SYS_PTRACE,
 };
 #define KEPT_COUNT ((int)(sizeof CAPABILITIES_KEPT / sizeof CAPABILITIES_KEPT[0]))
 

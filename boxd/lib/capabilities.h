@@ -2,12 +2,15 @@
  *
  * The set kept (CAPABILITIES_KEPT in capabilities.c, and docs/confinement.md):
  * CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_KILL,
- * CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_SYS_TIME: read and write
- * any user's files under the work dir (sync, files, logs), signal commands of
- * any user, let forked workers switch to an unprivileged user, listen on a
- * vsock port below 1024, set the clock (POST /v1/init). Everything else (CAP_SYS_ADMIN,
- * CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, ...) leaves the effective,
- * permitted and inheritable sets.
+ * CAP_SETUID, CAP_SETGID, CAP_NET_BIND_SERVICE, CAP_SYS_TIME, CAP_SYS_PTRACE:
+ * read and write any user's files under the work dir (sync, files, logs),
+ * signal commands of any user, let forked workers switch to an unprivileged
+ * user, listen on a vsock port below 1024, set the clock (POST /v1/init),
+ * name the process behind a port (GET /v1/ports reads the fd links of
+ * processes with more capabilities than boxd's, which the kernel's ptrace
+ * access check refuses without it; boxd never attaches to a process).
+ * Everything else (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_MODULE, ...) leaves
+ * the effective, permitted and inheritable sets.
  *
  * The bounding set stays full on purpose: boxd-shim is exec'd by root, and a
  * root exec gets the full bounding set back, so commands keep every

@@ -12,13 +12,16 @@
 
 #include "xalloc.h"
 
-/* An answer larger than this is not what a probe expects. */
+/* An answer larger than this is not what a probe expects (probe_ask's
+ * callers give their own bound). */
 #define PROBE_MAX_ANSWER (64 * 1024)
 
 struct probe {
 	struct probe *next; /* in-flight probes, so shutdown can end them */
 	struct bufferevent *bev;
 	size_t (*answer_length)(const unsigned char *data, size_t length);
+	bool answer_at_close;
+	size_t max_answer;
 	probe_done_fn done;
 	void *arg;
 	bool connected;
@@ -47,13 +50,21 @@ static void probe_finish(struct probe *probe, bool answered, bool timed_out)
 	free(probe);
 }
 
+/* How many bytes make the whole answer, given what has come (0: not known). */
+static size_t wanted_length(const struct probe *probe, struct evbuffer *input, size_t length)
+{
+	if (!probe->answer_length || !length)
+		return 0;
+	return probe->answer_length(evbuffer_pullup(input, -1), length);
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct probe *probe = arg;
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t length = evbuffer_get_length(input);
-	size_t wanted = probe->answer_length(evbuffer_pullup(input, -1), length);
-	if ((wanted && length >= wanted) || length > PROBE_MAX_ANSWER)
+	size_t wanted = wanted_length(probe, input, length);
+	if ((wanted && length >= wanted) || length > probe->max_answer)
 		probe_finish(probe, wanted && length >= wanted, false);
 }
 
@@ -64,11 +75,14 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		probe->connected = true;
 		return;
 	}
-	/* EOF, error or timeout: answered only if a whole answer had come. */
+	/* EOF, error or timeout: answered only if a whole answer had come, or
+	 * anything at all when the close ends the answer. */
 	struct evbuffer *input = bufferevent_get_input(bev);
 	size_t length = evbuffer_get_length(input);
-	size_t wanted = length ? probe->answer_length(evbuffer_pullup(input, -1), length) : 0;
-	probe_finish(probe, wanted && length >= wanted, (what & BEV_EVENT_TIMEOUT) != 0);
+	size_t wanted = wanted_length(probe, input, length);
+	bool answered = (wanted && length >= wanted) ||
+			(probe->answer_at_close && (what & BEV_EVENT_EOF) && length > 0);
+	probe_finish(probe, answered, (what & BEV_EVENT_TIMEOUT) != 0);
 }
 
 static socklen_t fill_address(struct sockaddr_un *address, const char *path)
@@ -85,11 +99,13 @@ static socklen_t fill_address(struct sockaddr_un *address, const char *path)
 			   (path[0] == '@' ? 0 : 1));
 }
 
-void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
-	       void *arg)
+static void start(struct event_base *base, const struct probe_spec *spec, bool answer_at_close,
+		  size_t max_answer, probe_done_fn done, void *arg)
 {
 	struct probe *probe = xcalloc(1, sizeof *probe);
 	probe->answer_length = spec->answer_length;
+	probe->answer_at_close = answer_at_close;
+	probe->max_answer = max_answer;
 	probe->done = done;
 	probe->arg = arg;
 	probe->next = in_flight;
@@ -110,6 +126,18 @@ void probe_run(struct event_base *base, const struct probe_spec *spec, probe_don
 	 * at its timeout, as if a server were there and silent. */
 	if (bufferevent_socket_connect(probe->bev, (struct sockaddr *)&address, (int)length) < 0)
 		bufferevent_trigger_event(probe->bev, BEV_EVENT_ERROR, BEV_TRIG_DEFER_CALLBACKS);
+}
+
+void probe_run(struct event_base *base, const struct probe_spec *spec, probe_done_fn done,
+	       void *arg)
+{
+	start(base, spec, false, PROBE_MAX_ANSWER, done, arg);
+}
+
+void probe_ask(struct event_base *base, const struct probe_spec *spec, size_t max_answer,
+	       probe_done_fn done, void *arg)
+{
+	start(base, spec, true, max_answer, done, arg);
 }
 
 void probe_cancel_all(void)

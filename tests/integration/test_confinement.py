@@ -5,9 +5,9 @@ import os
 import pytest
 
 # cap_chown, cap_dac_override, cap_dac_read_search, cap_fowner, cap_kill,
-# cap_setgid, cap_setuid, cap_net_bind_service, cap_sys_time
+# cap_setgid, cap_setuid, cap_net_bind_service, cap_sys_ptrace, cap_sys_time
 KEPT = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 10) \
-    | (1 << 25)
+    | (1 << 19) | (1 << 25)
 
 
 def capability_sets(pid):

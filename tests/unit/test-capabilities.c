@@ -9,18 +9,20 @@
 #include "capabilities.h"
 #include "check.h"
 
-/* In a child that dropped its capabilities: 0 when the drop kept CAP_KILL,
- * shed CAP_SYS_ADMIN, and a root exec regains the whole bounding set. */
+/* In a child that dropped its capabilities: 0 when the drop kept CAP_KILL
+ * and CAP_SYS_PTRACE (GET /v1/ports reads root processes' fd links), shed
+ * CAP_SYS_ADMIN, and a root exec regains the whole bounding set. */
 static void dropped_child(void)
 {
 	char error[256];
 	if (!capabilities_drop(error, sizeof error))
 		_exit(10);
 	cap_t caps = cap_get_proc();
-	cap_flag_value_t admin = CAP_SET, kill_cap = CAP_CLEAR;
+	cap_flag_value_t admin = CAP_SET, kill_cap = CAP_CLEAR, ptrace_cap = CAP_CLEAR;
 	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_PERMITTED, &admin);
 	cap_get_flag(caps, CAP_KILL, CAP_EFFECTIVE, &kill_cap);
-	if (admin == CAP_SET || kill_cap != CAP_SET)
+	cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace_cap);
+	if (admin == CAP_SET || kill_cap != CAP_SET || ptrace_cap != CAP_SET)
 		_exit(11);
 	execl("/bin/sh", "sh", "-c",
 	      "e=$(grep CapEff /proc/self/status | cut -f2); "
@@ -34,8 +36,9 @@ int main(void)
 	char text[256];
 	capabilities_describe(text, sizeof text);
 	printf("kept capabilities: %s\n", text);
-	CHECKF(strstr(text, "cap_kill") && !strstr(text, "cap_sys_admin"), "described set: %s",
-	       text);
+	CHECKF(strstr(text, "cap_kill") && strstr(text, "cap_sys_ptrace") &&
+		       !strstr(text, "cap_sys_admin"),
+	       "described set: %s", text);
 	if (geteuid() != 0) {
 		printf("capability drop: skipped (not root)\n");
 		return check_done("capabilities");
