@@ -27,6 +27,7 @@
 #include "resumable-uploads.h"
 #include "screen-client.h"
 #include "secrets.h"
+#include "services.h"
 #include "upload.h"
 #include "api.h"
 #include "router.h"
@@ -121,6 +122,7 @@ static bool start_services(void)
 	resumable_uploads_init(&config);
 	downloads_init(base, &config);
 	init_start(config.run_dir, config.hosts_file);
+	services_init(base, &config);
 	lock_init(config.run_dir);
 	api_init(&config);
 	static const struct router_hooks hooks = {
@@ -150,6 +152,7 @@ static bool start_services(void)
 static void stop_services(void)
 {
 	report_stop();
+	services_stop();
 	health_stop();
 	server_stop();
 	exec_shutdown();

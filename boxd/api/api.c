@@ -14,6 +14,7 @@ extern const struct api_route api_sync_routes[];
 extern const struct api_route api_uploads_routes[];
 extern const struct api_route api_files_routes[];
 extern const struct api_route api_init_routes[];
+extern const struct api_route api_services_routes[];
 extern const struct api_route api_ports_routes[];
 
 const struct api_route *const api_route_tables[] = {
@@ -22,8 +23,8 @@ const struct api_route *const api_route_tables[] = {
 	api_procs_routes,   api_screen_routes,
 	api_secrets_routes, api_sync_routes,
 	api_uploads_routes, api_files_routes,
-	api_init_routes,    api_ports_routes,
-	NULL,
+	api_init_routes,    api_services_routes,
+	api_ports_routes,   NULL,
 };
 
 static const struct boxd_config *settings;

@@ -9,6 +9,7 @@
 /* One line per area; each table ends with an all-zero entry. */
 extern const struct ctl_command ctl_health_commands[];
 extern const struct ctl_command ctl_steps_commands[];
+extern const struct ctl_command ctl_services_commands[];
 extern const struct ctl_command ctl_ports_commands[];
 extern const struct ctl_command ctl_exec_commands[];
 extern const struct ctl_command ctl_procs_commands[];
@@ -31,6 +32,7 @@ static const struct ctl_command *const command_tables[] = {
 	ctl_sync_commands,
 	ctl_files_commands,
 	ctl_steps_commands,
+	ctl_services_commands,
 	ctl_ports_commands,
 	NULL,
 };

@@ -30,6 +30,7 @@ enum option_id {
 	OPT_LOG_LEVEL,
 	OPT_HOSTS_FILE,
 	OPT_SCREEN_IDLE,
+	OPT_INGRESS_BASE,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -52,6 +53,7 @@ static const struct option long_options[] = {
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"hosts-file", required_argument, NULL, OPT_HOSTS_FILE},
 	{"screen-idle", required_argument, NULL, OPT_SCREEN_IDLE},
+	{"ingress-base", required_argument, NULL, OPT_INGRESS_BASE},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -64,7 +66,7 @@ void config_usage(const char *program)
 	       "       [--report ADDR] [--report-interval S] [--cgroup auto|off] [--dev]\n"
 	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
 	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
-	       "       [--screen-idle S]\n"
+	       "       [--screen-idle S] [--ingress-base N|off]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -129,6 +131,19 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 					 "--vsock-port takes a port number or `off`, not `%s`",
 					 value);
 		config->vsock_port = (int)number;
+		return true;
+	case OPT_INGRESS_BASE:
+		if (strcmp(value, "off") == 0) {
+			config->ingress_base = -1;
+			return true;
+		}
+		/* Room above it for every port: base + 65535 is a vsock port. */
+		if (!parse_int(value, 1, 0xFFFFFFFFL - 65535, &number))
+			return text_fail(
+				error, size,
+				"--ingress-base takes a vsock port number or `off`, not `%s`",
+				value);
+		config->ingress_base = number;
 		return true;
 	case OPT_VSOCK_ALLOW_CID:
 		if (!parse_int(value, 0, 0xFFFFFFFEL, &number))
@@ -287,6 +302,7 @@ static void finish(struct boxd_config *config)
 		if (!config->run_dir)
 			config->run_dir = xstrdup(".boxd-dev/run");
 		config->vsock_port = -1;
+		config->ingress_base = -1;
 		if (!config->hosts_file)
 			config->hosts_file = xstrdup(".boxd-dev/hosts");
 	}
@@ -312,6 +328,7 @@ static void defaults(struct boxd_config *config)
 {
 	memset(config, 0, sizeof *config);
 	config->vsock_port = 1024;
+	config->ingress_base = 20000;
 	config->allowed_cids[0] = CONFIG_HOST_CID;
 	config->allowed_cid_count = 1;
 	config->report_interval_sec = 30;

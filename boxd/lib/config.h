@@ -23,10 +23,11 @@ struct boxd_config {
 	int vsock_port;                                 /* -1: off */
 	unsigned allowed_cids[CONFIG_MAX_ALLOWED_CIDS]; /* the host (2) is always first */
 	int allowed_cid_count;
-	char *display;    /* ":99" */
-	char *hosts_file; /* whose boxd block POST /v1/init rewrites: /etc/hosts */
-	char *user;       /* default user of commands */
-	char *report;     /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
+	long ingress_base; /* the way in: vsock port ingress_base + a service's port; -1: off */
+	char *display;     /* ":99" */
+	char *hosts_file;  /* whose boxd block POST /v1/init rewrites: /etc/hosts */
+	char *user;        /* default user of commands */
+	char *report;      /* NULL: off; else "vsock:CID:PORT" or "unix:PATH" */
 	int report_interval_sec;
 	int screen_idle_sec; /* the screen worker exits after this long unused; 0: never */
 	enum cgroup_mode cgroup;

@@ -27,7 +27,7 @@
 #define DOCKER_SOCKET "/var/run/docker.sock"
 #define MAX_CONTRIBUTORS 16
 #define MAX_WAITING 64
-#define KEEP_AWAKE_MS (10 * 60 * 1000)
+#define KEEP_AWAKE_MS HEALTH_KEEP_AWAKE_MS
 #define KEEP_AWAKE_BACKGROUND_MS (60 * 60 * 1000)
 
 struct display_state {
@@ -43,6 +43,8 @@ struct waiting {
 static void (*contributors[MAX_CONTRIBUTORS])(cJSON *health);
 static char instance_id[64];
 static int contributor_count;
+static void (*activity_contributors[MAX_CONTRIBUTORS])(cJSON *activity);
+static int activity_contributor_count;
 static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
 static unsigned calls_in_flight;
 static char boot_id[40];
@@ -283,6 +285,8 @@ static void add_activity(cJSON *health)
 	add_number(activity, "lastCallAt", (double)last_call_ms);
 	add_number(activity, "keepAwakeUntil", (double)until);
 	add_number(activity, "callsInFlight", (double)calls_in_flight);
+	for (int i = 0; i < activity_contributor_count; i++)
+		activity_contributors[i](activity);
 }
 
 static cJSON *health_build(void)
@@ -493,6 +497,12 @@ void health_collect(health_done_fn done, void *arg)
 void health_set_instance_id(const char *id)
 {
 	snprintf(instance_id, sizeof instance_id, "%s", id);
+}
+
+void health_register_activity(void (*contribute)(cJSON *activity))
+{
+	if (activity_contributor_count < MAX_CONTRIBUTORS)
+		activity_contributors[activity_contributor_count++] = contribute;
 }
 
 void health_register(void (*contribute)(cJSON *health))

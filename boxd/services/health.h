@@ -14,6 +14,9 @@
 struct event_base;
 
 #define HEALTH_PROBE_FRESH_MS 2000
+/* activity.keepAwakeUntil is the last call + this (more while a
+ * background command runs). */
+#define HEALTH_KEEP_AWAKE_MS (10 * 60 * 1000)
 
 /* Starts the first probes. `work_dir` (the disk figures) and `display`
  * (":99") are kept, not copied. */
@@ -33,6 +36,9 @@ void health_collect(health_done_fn done, void *arg);
  * display) registers a contributor; it runs on every build and may replace
  * the default fields. At most 16. */
 void health_register(void (*contribute)(cJSON *health));
+/* The same for the `activity` object, once its call fields are in (what
+ * else keeps the box in use: the way in, say). At most 16. */
+void health_register_activity(void (*contribute)(cJSON *activity));
 /* The box's instanceId, from now on (init.c draws it). */
 void health_set_instance_id(const char *id);
 

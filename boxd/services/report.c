@@ -104,6 +104,17 @@ static void on_health(cJSON *health, void *arg)
 		drop_connection("it stopped reading");
 }
 
+void report_event(const char *event, cJSON *fields)
+{
+	if (!connected || !ready_sent) {
+		cJSON_Delete(fields);
+		return;
+	}
+	write_event(event, fields);
+	if (evbuffer_get_length(bufferevent_get_output(connection)) > MAX_UNSENT_BYTES)
+		drop_connection("it stopped reading");
+}
+
 static void send_health(void)
 {
 	if (connected)

@@ -12,12 +12,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 struct event_base;
 
 /* Checks the address and starts connecting; false with a sentence in `error`
  * when the address is malformed. */
 bool report_start(struct event_base *base, const char *address, int interval_sec, char *error,
 		  size_t error_size);
+/* Sends {"event": event, ...fields} now, if connected and greeted (takes
+ * `fields`): an event lost while the peer is away is not kept, the health
+ * event that greets the next connection says how things are then. */
+void report_event(const char *event, cJSON *fields);
 /* Sends a health event now, if connected. */
 void report_now(void);
 /* After an init (claim, thaw, restore): drops the connection, which may
