@@ -105,6 +105,25 @@ static void free_change(struct services_change *change)
 
 /* ---- applying ---- */
 
+/* What is known of the listeners carries over from the table in force to
+ * `next`: the rules are right from the first connection, and a listener
+ * seen while `next` was being wired is not reported twice. */
+static bool carry_listeners(struct services_table *next)
+{
+	bool moved = false; /* to or from ::1 only: the rules must follow */
+	for (size_t i = 0; i < next->count; i++) {
+		struct service *entry = &next->entries[i];
+		const struct service *old = services_find(&current, entry->name);
+		if (old && old->mode == entry->mode) {
+			moved |= (entry->reach == LISTEN_V6_LOOPBACK) !=
+				 (old->reach == LISTEN_V6_LOOPBACK);
+			entry->reach = old->reach;
+			entry->accepting = old->accepting;
+		}
+	}
+	return moved;
+}
+
 /* The table `change` makes of the current one; false with a sentence when
  * it cannot be (a deleted entry gone meanwhile, a port taken). */
 static bool make_next(struct services_change *change, char *error, size_t size)
@@ -137,13 +156,7 @@ static bool make_next(struct services_change *change, char *error, size_t size)
 	if (!services_check_table(next, error, size))
 		return false;
 	services_assign_ips(next, &current);
-	/* What is known of the listeners carries over, so the rules are right
-	 * from the first connection. */
-	for (size_t i = 0; i < next->count; i++) {
-		const struct service *old = services_find(&current, next->entries[i].name);
-		if (old && old->mode == next->entries[i].mode)
-			next->entries[i].reach = old->reach;
-	}
+	carry_listeners(next);
 	return true;
 }
 
@@ -178,6 +191,7 @@ static void on_wired(bool ok, const char *error, void *arg)
 	queue = change->after;
 	running = false;
 	if (ok) {
+		bool moved = carry_listeners(&change->next);
 		services_free_table(&current);
 		current = change->next;
 		memset(&change->next, 0, sizeof change->next);
@@ -185,6 +199,8 @@ static void on_wired(bool ok, const char *error, void *arg)
 			log_msg(LOG_LEVEL_ERROR, "cannot save the services table in %s",
 				table_path);
 		services_ready_update();
+		if (moved)
+			services_rewire();
 		if (change->kind != CHANGE_REWIRE) {
 			char summary[200];
 			summarize(change, summary, sizeof summary);
