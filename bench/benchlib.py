@@ -43,10 +43,11 @@ def percentile(values, p):
 class BenchBoxd:
     """boxd on temporary dirs; a context manager."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, prefix=()):
+        """`prefix`: a program boxd is started through (nsenter, say)."""
         self.root = tempfile.mkdtemp(prefix="boxd-bench-")
         self.socket = os.path.join(self.root, "run", "boxd.sock")
-        self.args = [BOXD, "--work-dir", os.path.join(self.root, "work"),
+        self.args = [*prefix, BOXD, "--work-dir", os.path.join(self.root, "work"),
                      "--run-dir", os.path.join(self.root, "run"), "--vsock-port", "off", *args]
 
     def __enter__(self):
