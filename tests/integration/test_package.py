@@ -132,16 +132,17 @@ def chroot(root, *argv, timeout=60):
 def test_package_installs_programs_units_and_config(root):
     listing = chroot(root, "dpkg", "-L", "boxd").stdout.split()
     for path in ("/usr/bin/boxd", "/usr/bin/boxctl", "/lib/systemd/system/boxd.service",
-                 "/lib/systemd/system/boxd-xvfb.service", "/etc/boxd/boxd.conf",
+                 "/lib/systemd/system/boxd-xvfb.service", "/lib/systemd/system/boxd-dns.service",
+                 "/lib/systemd/system/docker.service.d/boxd-dns.conf", "/etc/boxd/boxd.conf",
                  "/usr/share/man/man8/boxd.8.gz", "/usr/share/man/man1/boxctl.1.gz",
                  "/usr/share/bash-completion/completions/boxctl"):
         assert path in listing, f"{path} is not in the package"
     with open(os.path.join(TOP, "shims", "meson.build")) as f:
         if "'boxd-shim'" in f.read():
             assert any(p.endswith("/boxd-shim") for p in listing), "boxd-shim is not in the package"
-    # dh_installsystemd enabled both units at install (deb-systemd-helper).
+    # dh_installsystemd enabled the units at install (deb-systemd-helper).
     wants = os.path.join(root, "etc/systemd/system/multi-user.target.wants")
-    assert sorted(os.listdir(wants)) >= ["boxd-xvfb.service", "boxd.service"]
+    assert {"boxd-dns.service", "boxd-xvfb.service", "boxd.service"} <= set(os.listdir(wants))
     conffiles = chroot(root, "dpkg-query", "-W", "-f=${Conffiles}", "boxd").stdout
     assert "/etc/boxd/boxd.conf" in conffiles
     size = chroot(root, "dpkg-query", "-W", "-f=${Installed-Size}", "boxd").stdout
