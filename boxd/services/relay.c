@@ -462,7 +462,7 @@ static int open_tcp_listener(uint16_t preferred, char *error, size_t error_size)
 	int one = 1;
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in address;
+	struct sockaddr_in address = {0};
 	socklen_t length = sizeof address;
 	bool bound =
 		fd >= 0 && ((preferred && bind_loopback(fd, preferred)) || bind_loopback(fd, 0));

@@ -55,8 +55,9 @@ static bool parse_port(const cJSON *json, const char *field, const char *at, uns
 		*out = fallback;
 		return true;
 	}
-	if (!cJSON_IsNumber(item) || item->valuedouble != (double)(long)item->valuedouble ||
-	    item->valuedouble < 1 || item->valuedouble > 65535)
+	if (!item || !cJSON_IsNumber(item) ||
+	    item->valuedouble != (double)(long)item->valuedouble || item->valuedouble < 1 ||
+	    item->valuedouble > 65535)
 		return text_fail(error, size, "%s.%s must be a port number, 1 to 65535", at, field);
 	*out = (unsigned)item->valuedouble;
 	return true;

@@ -258,6 +258,8 @@ static void on_nft_exit(int status, void *arg)
 static bool spawn_nft(pid_t *pid, char *error, size_t size)
 {
 	const char *argv[] = {nft_path(), "-f", rules_path, NULL};
+	if (!argv[0]) /* removed since boxd started */
+		return text_fail(error, size, "nft (Debian's nftables) is not installed");
 	posix_spawn_file_actions_t actions;
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -281,7 +283,7 @@ static void set_rules(const struct services_table *table, services_wired_fn done
 	char *text = ruleset_text(table);
 	bool written = io_replace_file(rules_path, text, strlen(text), 0600, 0);
 	free(text);
-	pid_t pid;
+	pid_t pid = -1;
 	if (!written) {
 		snprintf(error, sizeof error, "cannot write %s: %s", rules_path, strerror(errno));
 		done(false, error, arg);
