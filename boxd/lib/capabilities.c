@@ -24,20 +24,36 @@ static const cap_value_t CAPABILITIES_KEPT[] = {
 };
 #define KEPT_COUNT ((int)(sizeof CAPABILITIES_KEPT / sizeof CAPABILITIES_KEPT[0]))
 
+/* Kept permitted but not effective: raised for one system call and lowered
+ * again (capabilities_raise), so no other code path of boxd acts with it.
+ * CAP_SYS_ADMIN: an init's entropy, credited to the kernel's pool and the
+ * random generator reseeded (RNDADDENTROPY, RNDRESEEDCRNG), which the
+ * kernel allows only with it. Every program boxd starts is exec'd by root
+ * and gets the bounding set anyway, so this adds nothing to theirs. */
+static const cap_value_t CAPABILITIES_DORMANT[] = {CAP_SYS_ADMIN};
+#define DORMANT_COUNT ((int)(sizeof CAPABILITIES_DORMANT / sizeof CAPABILITIES_DORMANT[0]))
+
+/* Adds `value` to `wanted` (permitted, and effective when `effective`)
+ * where the process has it now: never ask for more. */
+static bool keep_capability(cap_t now, cap_t wanted, cap_value_t value, bool effective)
+{
+	cap_flag_value_t permitted = CAP_CLEAR;
+	cap_get_flag(now, value, CAP_PERMITTED, &permitted);
+	if (permitted != CAP_SET)
+		return true;
+	return cap_set_flag(wanted, CAP_PERMITTED, 1, &value, CAP_SET) == 0 &&
+	       (!effective || cap_set_flag(wanted, CAP_EFFECTIVE, 1, &value, CAP_SET) == 0);
+}
+
 bool capabilities_drop(char *error, size_t size)
 {
 	cap_t now = cap_get_proc();
 	cap_t wanted = cap_init();
 	bool ok = now && wanted;
-	for (int i = 0; ok && i < KEPT_COUNT; i++) {
-		/* Keep a capability only where boxd has it now: never ask for more. */
-		cap_flag_value_t permitted = CAP_CLEAR;
-		cap_get_flag(now, CAPABILITIES_KEPT[i], CAP_PERMITTED, &permitted);
-		if (permitted != CAP_SET)
-			continue;
-		ok = cap_set_flag(wanted, CAP_PERMITTED, 1, &CAPABILITIES_KEPT[i], CAP_SET) == 0 &&
-		     cap_set_flag(wanted, CAP_EFFECTIVE, 1, &CAPABILITIES_KEPT[i], CAP_SET) == 0;
-	}
+	for (int i = 0; ok && i < KEPT_COUNT; i++)
+		ok = keep_capability(now, wanted, CAPABILITIES_KEPT[i], true);
+	for (int i = 0; ok && i < DORMANT_COUNT; i++)
+		ok = keep_capability(now, wanted, CAPABILITIES_DORMANT[i], false);
 	if (ok && cap_set_proc(wanted) != 0) {
 		snprintf(error, size, "cannot drop capabilities: %s", strerror(errno));
 		ok = false;
@@ -60,4 +76,13 @@ void capabilities_describe(char *buffer, size_t size)
 	snprintf(buffer, size, "%s", text ? text : "?");
 	cap_free(text);
 	cap_free(caps);
+}
+
+bool capabilities_raise(cap_value_t value, bool on)
+{
+	cap_t caps = cap_get_proc();
+	bool ok = caps && cap_set_flag(caps, CAP_EFFECTIVE, 1, &value, on ? CAP_SET : CAP_CLEAR) == 0 &&
+		  cap_set_proc(caps) == 0;
+	cap_free(caps);
+	return ok;
 }

@@ -9,8 +9,10 @@
  * name the process behind a port (GET /v1/ports reads the fd links of
  * processes with more capabilities than boxd's, which the kernel's ptrace
  * access check refuses without it; boxd never attaches to a process).
- * Everything else (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SYS_MODULE, ...) leaves
- * the effective, permitted and inheritable sets.
+ * CAP_SYS_ADMIN stays permitted but not effective: raised around the two
+ * ioctls that credit an init's entropy and reseed the kernel's generator,
+ * and lowered at once. Everything else (CAP_NET_ADMIN, CAP_SYS_MODULE, ...)
+ * leaves the effective, permitted and inheritable sets.
  *
  * The bounding set stays full on purpose: boxd-shim is exec'd by root, and a
  * root exec gets the full bounding set back, so commands keep every
@@ -22,12 +24,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/capability.h>
 
 /* Drops the calling thread's capabilities to the kept set. Call it early in
  * main, before any thread starts (capabilities are per thread). A no-op
  * success when boxd runs without privileges. False with a sentence when the
  * kernel refuses. */
 bool capabilities_drop(char *error, size_t error_size);
+
+/* Makes a permitted capability effective for the calling thread (`on`), or
+ * not again. False when the thread does not have it permitted. */
+bool capabilities_raise(cap_value_t value, bool on);
 
 /* Writes the kept set as text ("cap_chown,cap_kill,...=ep") into `buffer`. */
 void capabilities_describe(char *buffer, size_t size);

@@ -10,20 +10,34 @@
 #include "check.h"
 
 /* In a child that dropped its capabilities: 0 when the drop kept CAP_KILL
- * and CAP_SYS_PTRACE (GET /v1/ports reads root processes' fd links), shed
- * CAP_SYS_ADMIN, and a root exec regains the whole bounding set. */
+ * and CAP_SYS_PTRACE (GET /v1/ports reads root processes' fd links), kept
+ * CAP_SYS_ADMIN permitted but not effective until raised (an init's
+ * entropy) and lowered again, and a root exec regains the whole bounding
+ * set. */
 static void dropped_child(void)
 {
 	char error[256];
 	if (!capabilities_drop(error, sizeof error))
 		_exit(10);
 	cap_t caps = cap_get_proc();
-	cap_flag_value_t admin = CAP_SET, kill_cap = CAP_CLEAR, ptrace_cap = CAP_CLEAR;
+	cap_flag_value_t admin = CAP_CLEAR, admin_effective = CAP_SET, kill_cap = CAP_CLEAR,
+			 ptrace_cap = CAP_CLEAR, raised = CAP_CLEAR, lowered = CAP_SET;
 	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_PERMITTED, &admin);
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &admin_effective);
 	cap_get_flag(caps, CAP_KILL, CAP_EFFECTIVE, &kill_cap);
 	cap_get_flag(caps, CAP_SYS_PTRACE, CAP_EFFECTIVE, &ptrace_cap);
-	if (admin == CAP_SET || kill_cap != CAP_SET || ptrace_cap != CAP_SET)
+	cap_free(caps);
+	if (admin != CAP_SET || admin_effective == CAP_SET || kill_cap != CAP_SET ||
+	    ptrace_cap != CAP_SET)
 		_exit(11);
+	caps = capabilities_raise(CAP_SYS_ADMIN, true) ? cap_get_proc() : NULL;
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &raised);
+	cap_free(caps);
+	caps = capabilities_raise(CAP_SYS_ADMIN, false) ? cap_get_proc() : NULL;
+	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &lowered);
+	cap_free(caps);
+	if (raised != CAP_SET || lowered == CAP_SET || capabilities_raise(CAP_NET_ADMIN, true))
+		_exit(13);
 	execl("/bin/sh", "sh", "-c",
 	      "e=$(grep CapEff /proc/self/status | cut -f2); "
 	      "b=$(grep CapBnd /proc/self/status | cut -f2); [ \"$e\" = \"$b\" ]",
