@@ -16,6 +16,8 @@
 #include "downloads.h"
 #include "clock.h"
 #include "exec.h"
+#include "freeze.h"
+#include "activity.h"
 #include "health.h"
 #include "init.h"
 #include "lock.h"
@@ -104,9 +106,22 @@ static int parse_arguments(int argc, char **argv)
 	return -1;
 }
 
+/* The router's uses of the box, as activity's reasons. */
+static void router_use(enum router_use use, bool begins)
+{
+	static const enum activity_reason reasons[] = {
+		[ROUTER_USE_CALL] = ACTIVITY_CALL,
+		[ROUTER_USE_STREAM] = ACTIVITY_STREAM,
+		[ROUTER_USE_UPLOAD] = ACTIVITY_UPLOAD,
+		[ROUTER_USE_LIVE_VIEW] = ACTIVITY_LIVE_VIEW,
+	};
+	(begins ? activity_begin : activity_end)(reasons[use]);
+}
+
 static bool start_services(void)
 {
 	char error[512];
+	activity_init();
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
 	archive_client_init(base, &config);
@@ -126,8 +141,8 @@ static bool start_services(void)
 	lock_init(config.run_dir);
 	api_init(&config);
 	static const struct router_hooks hooks = {
-		.call_started = health_call_started,
-		.call_ended = health_call_ended,
+		.use = router_use,
+		.frozen = freeze_active,
 		.locked = lock_is_locked,
 		.is_command = callers_is_command,
 	};
@@ -141,6 +156,8 @@ static bool start_services(void)
 	/* Once the commands' cgroup is known: the routes that act for the
 	 * control plane refuse commands from the first request on. */
 	callers_init(protect_dir(), exec_commands_cgroup());
+	freeze_init(base, config.run_dir, config.freeze_limit_sec, exec_commands_cgroup(),
+		    exec_shims_cgroup());
 	if (config.report &&
 	    !report_start(base, config.report, config.report_interval_sec, error, sizeof error)) {
 		log_msg(LOG_LEVEL_ERROR, "%s", error);
@@ -152,6 +169,7 @@ static bool start_services(void)
 static void stop_services(void)
 {
 	report_stop();
+	freeze_stop();
 	services_stop();
 	health_stop();
 	server_stop();

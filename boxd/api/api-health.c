@@ -13,6 +13,6 @@ static void handle_health(struct api_request *req)
 }
 
 const struct api_route api_health_routes[] = {
-	{"GET", "/v1/health", API_NOT_ACTIVITY, 0, handle_health},
+	{"GET", "/v1/health", API_NOT_ACTIVITY | API_SERVED_FROZEN, 0, handle_health},
 	{0},
 };

@@ -229,7 +229,7 @@ static void handle_record_status(struct api_request *req)
 
 const struct api_route api_screen_routes[] = {
 	{"GET", "/v1/screen/shot", 0, 0, handle_shot},
-	{"GET", "/v1/screen/live", 0, 0, api_screen_live},
+	{"GET", "/v1/screen/live", API_LIVE, 0, api_screen_live},
 	/* Locked too, but with the takeover exception: see handle_input. */
 	{"POST", "/v1/screen/input", API_IDEMPOTENT, 0, handle_input},
 	{"POST", "/v1/screen/record/start", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0,

@@ -8,6 +8,7 @@
 
 /* One line per area; each table ends with an all-zero entry. */
 extern const struct ctl_command ctl_health_commands[];
+extern const struct ctl_command ctl_freeze_commands[];
 extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_services_commands[];
 extern const struct ctl_command ctl_ports_commands[];
@@ -23,6 +24,7 @@ extern const struct ctl_command ctl_files_commands[];
 /* In the order of the API's areas, as `boxctl --help` lists them. */
 static const struct ctl_command *const command_tables[] = {
 	ctl_health_commands,
+	ctl_freeze_commands,
 	ctl_exec_commands,
 	ctl_procs_commands,
 	ctl_secrets_commands,

@@ -1,5 +1,6 @@
 /* ctl-health.c: boxctl health. */
 #include <stdio.h>
+#include <string.h>
 
 #include "ctl.h"
 
@@ -24,6 +25,29 @@ static const char *text(const cJSON *object, const char *name)
 {
 	const cJSON *item = cJSON_GetObjectItem(object, name);
 	return cJSON_IsString(item) ? item->valuestring : "?";
+}
+
+/* Busy and why, or idle since when; and a freeze in force. */
+static void print_activity(const cJSON *health)
+{
+	const cJSON *activity = cJSON_GetObjectItem(health, "activity");
+	char reasons[256] = "";
+	const cJSON *reason;
+	cJSON_ArrayForEach(reason, cJSON_GetObjectItem(activity, "reasons"))
+	{
+		size_t used = strlen(reasons);
+		snprintf(reasons + used, sizeof reasons - used, "%s%s", used ? ", " : "",
+			 cJSON_GetStringValue(reason) ? reason->valuestring : "?");
+	}
+	double now = number(health, "startedAt", NULL) + number(health, "uptimeMs", NULL);
+	if (flag(health, "activity", "busy"))
+		printf("activity  busy: %s\n", reasons);
+	else
+		printf("activity  idle for %.0f s\n",
+		       (now - number(health, "activity", "idleSince")) / 1000);
+	if (flag(health, "freeze", "frozen"))
+		printf("freeze    FROZEN for %.0f s: calls answer 409 until `boxctl thaw`\n",
+		       (now - number(health, "freeze", "since")) / 1000);
 }
 
 static void print_health(const cJSON *health)
@@ -56,6 +80,7 @@ static void print_health(const cJSON *health)
 	printf("locked    %s\n",
 	       flag(health, "locked", NULL) ? "yes (a person has the screen)" : "no");
 	printf("secrets   %.0f\n", number(health, "secrets", "count"));
+	print_activity(health);
 }
 
 static int run_health(struct ctl *ctl, int argc, char **argv)

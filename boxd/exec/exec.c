@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "activity.h"
 #include "cgroup.h"
 #include "config.h"
 #include "clock.h"
@@ -445,6 +446,11 @@ const char *exec_commands_cgroup(void)
 	return cgroup_base;
 }
 
+const char *exec_shims_cgroup(void)
+{
+	return shim_cgroup;
+}
+
 static void prepare_cgroups(void)
 {
 	const struct boxd_config *config = settings;
@@ -504,6 +510,29 @@ static void on_secrets_changed(void *context)
 	free(list.data);
 }
 
+/* activity's `background`: a background command counts as use for its
+ * first hour while it runs (API.md); it was last in use when it ended, or
+ * when its hour ran out. Ended jobs are forgotten in time; activity keeps
+ * the latest end it was told. */
+static bool background_in_use(int64_t now_ms, int64_t *last_ms)
+{
+	bool active = false;
+	for (struct exec_job *job = jobs; job; job = job->next) {
+		if (!job->meta.background)
+			continue;
+		int64_t hour_out = job->meta.started_at + ACTIVITY_BACKGROUND_MS;
+		bool running = job->state == EXEC_RUNNING;
+		if (running && hour_out > now_ms) {
+			active = true;
+			continue;
+		}
+		int64_t last = running || job->exit.ended_at > hour_out ? hour_out : job->exit.ended_at;
+		if (last > *last_ms)
+			*last_ms = last;
+	}
+	return active;
+}
+
 static void contribute_health(cJSON *health)
 {
 	cJSON *procs = cJSON_GetObjectItem(health, "procs");
@@ -549,6 +578,7 @@ void exec_init(struct event_base *base, const struct boxd_config *config)
 	exec_spawn_init(base, shim_program, shim_cgroup, exec_prepare_spec);
 	exec_thaw_init(base, shim_cgroup, cgroup_base);
 	health_register(contribute_health);
+	activity_register_source(ACTIVITY_BACKGROUND, background_in_use);
 	init_on_applied(renew_spares, NULL);
 	secrets_on_change(on_secrets_changed, NULL);
 }

@@ -105,6 +105,9 @@ void exec_shutdown(void);
 /* The cgroup v2 dir the commands' cgroups are made in (and the shims'),
  * NULL without one. Valid from exec_init to exec_shutdown. */
 const char *exec_commands_cgroup(void);
+/* The leaf within it where the shims live (never frozen by a freeze), or
+ * NULL. */
+const char *exec_shims_cgroup(void);
 
 /* Starts a command; `started` runs once, later, with the job or with an
  * error code and sentence. Takes ownership of `request`. */

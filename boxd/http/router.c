@@ -51,7 +51,7 @@ struct api_request {
 	struct request_id_entry *memory;
 	struct request_id_entry *waiting; /* attached to a running X-Request-Id */
 	const char *resume;               /* the resource an orphaned X-Request-Id made */
-	bool activity;                    /* counted in health's calls in flight */
+	unsigned uses;                    /* bits of enum router_use begun, ended at the end */
 	char *kept; /* what the X-Request-Id memory keeps instead of the answer */
 	size_t kept_length;
 };
@@ -84,10 +84,20 @@ struct waiter_list {
 
 /* ---- request lifetime ---- */
 
+/* One use of the box begins, for this request's life. */
+static void use_begins(struct api_request *req, enum router_use use)
+{
+	if (req->uses & (1u << use) || !hooks.use)
+		return;
+	req->uses |= 1u << use;
+	hooks.use(use, true);
+}
+
 static void request_free(struct api_request *req)
 {
-	if (req->activity && hooks.call_ended)
-		hooks.call_ended();
+	for (unsigned use = 0; req->uses >> use; use++)
+		if (req->uses & (1u << use))
+			hooks.use((enum router_use)use, false);
 	if (req->release)
 		req->release(req->data);
 	for (int i = 0; i < ROUTE_MAX_PARAMS; i++)
@@ -350,6 +360,8 @@ void api_stream_start(struct api_request *req, int status, const char *content_t
 	}
 	req->streaming = true;
 	req->drained = drained;
+	use_begins(req, req->route && (req->route->flags & API_LIVE) ? ROUTER_USE_LIVE_VIEW
+								      : ROUTER_USE_STREAM);
 	if (!req->conn)
 		return;
 	char *headers = answer_headers(req, content_type, NULL);
@@ -642,6 +654,14 @@ static bool apply_rules(struct api_request *req, const char *method)
 {
 	if (refuse_command(req, method))
 		return true;
+	/* Before the X-Request-Id memory: a call refused while frozen is not
+	 * run, so its repeat after the thaw must run, not replay the 409. */
+	if (!(req->route->flags & API_SERVED_FROZEN) && hooks.frozen && hooks.frozen()) {
+		api_reply_failure(req, FAILURE_FROZEN,
+				  "the box is frozen for a snapshot; call again once it is thawed "
+				  "(POST /v1/thaw or /v1/init)");
+		return true;
+	}
 	if (apply_request_id(req, method))
 		return true;
 	if ((req->route->flags & API_REFUSED_WHILE_LOCKED) && hooks.locked && hooks.locked()) {
@@ -725,11 +745,10 @@ void api_request_run(struct api_request *req, struct evbuffer *body)
 		}
 		return;
 	}
-	if (!(req->route->flags & API_NOT_ACTIVITY)) {
-		if (hooks.call_started)
-			hooks.call_started();
-		req->activity = true;
-	}
+	if (!(req->route->flags & API_NOT_ACTIVITY))
+		use_begins(req, ROUTER_USE_CALL);
+	if (req->route->flags & API_UPLOAD)
+		use_begins(req, ROUTER_USE_UPLOAD);
 	if (apply_rules(req, method))
 		return;
 	req->route->handle(req);

@@ -77,10 +77,19 @@ struct event_base *api_base(struct api_request *req);
 
 /* What the router asks of the rest of boxd (main.c wires it; each may be
  * NULL): nothing here knows a service. */
+enum router_use {
+	ROUTER_USE_CALL,      /* every route's run but API_NOT_ACTIVITY ones */
+	ROUTER_USE_STREAM,    /* a streamed answer */
+	ROUTER_USE_UPLOAD,    /* an API_UPLOAD route's run */
+	ROUTER_USE_LIVE_VIEW, /* an API_LIVE route's streamed answer */
+};
+
 struct router_hooks {
-	/* Every call but API_NOT_ACTIVITY routes' starts and ends (activity). */
-	void (*call_started)(void);
-	void (*call_ended)(void);
+	/* A use of the box begins or ends (activity): each begin is ended once,
+	 * when the request ends (answered, or its client gone). */
+	void (*use)(enum router_use use, bool begins);
+	/* True while the box is frozen (routes but API_SERVED_FROZEN: 409). */
+	bool (*frozen)(void);
 	/* True while a person has the screen (API_REFUSED_WHILE_LOCKED). */
 	bool (*locked)(void);
 	/* True when the local process `pid` is one of boxd's commands

@@ -27,6 +27,15 @@ enum api_route_flags {
 	 * told by where the calling process lives (callers.h), on every
 	 * listener. */
 	API_FOR_CONTROL = 1u << 4,
+	/* Counts as an upload while it runs (activity: its body is coming in,
+	 * or being extracted). */
+	API_UPLOAD = 1u << 5,
+	/* Its streamed answer is the live view (activity: `liveView`, not
+	 * `stream`). */
+	API_LIVE = 1u << 6,
+	/* Answered while the box is frozen (health, init, thaw); every other
+	 * route then answers 409 `frozen`. */
+	API_SERVED_FROZEN = 1u << 7,
 };
 
 /* Default request body limit when a route gives none. */

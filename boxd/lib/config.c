@@ -31,6 +31,7 @@ enum option_id {
 	OPT_HOSTS_FILE,
 	OPT_SCREEN_IDLE,
 	OPT_INGRESS_BASE,
+	OPT_FREEZE_LIMIT,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -54,6 +55,7 @@ static const struct option long_options[] = {
 	{"hosts-file", required_argument, NULL, OPT_HOSTS_FILE},
 	{"screen-idle", required_argument, NULL, OPT_SCREEN_IDLE},
 	{"ingress-base", required_argument, NULL, OPT_INGRESS_BASE},
+	{"freeze-limit", required_argument, NULL, OPT_FREEZE_LIMIT},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -66,7 +68,7 @@ void config_usage(const char *program)
 	       "       [--report ADDR] [--report-interval S] [--cgroup auto|off] [--dev]\n"
 	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
 	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
-	       "       [--screen-idle S] [--ingress-base N|off]\n"
+	       "       [--screen-idle S] [--ingress-base N|off] [--freeze-limit S]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -144,6 +146,12 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 				"--ingress-base takes a vsock port number or `off`, not `%s`",
 				value);
 		config->ingress_base = number;
+		return true;
+	case OPT_FREEZE_LIMIT:
+		if (!parse_int(value, 1, 86400, &number))
+			return text_fail(error, size,
+					 "--freeze-limit takes seconds from 1 to 86400, not `%s`", value);
+		config->freeze_limit_sec = (int)number;
 		return true;
 	case OPT_VSOCK_ALLOW_CID:
 		if (!parse_int(value, 0, 0xFFFFFFFEL, &number))
@@ -333,6 +341,7 @@ static void defaults(struct boxd_config *config)
 	config->allowed_cid_count = 1;
 	config->report_interval_sec = 30;
 	config->screen_idle_sec = 60;
+	config->freeze_limit_sec = 600;
 	config->cgroup = CGROUP_MODE_AUTO;
 	config->idle_timeout_sec = 60;
 	config->log_level = LOG_LEVEL_INFO;

@@ -23,6 +23,8 @@ struct boxd_config {
 	int vsock_port;                                 /* -1: off */
 	unsigned allowed_cids[CONFIG_MAX_ALLOWED_CIDS]; /* the host (2) is always first */
 	int allowed_cid_count;
+	/* A freeze nobody undoes is undone by boxd after this much running time. */
+	int freeze_limit_sec;
 	long ingress_base; /* the way in: vsock port ingress_base + a service's port; -1: off */
 	char *display;     /* ":99" */
 	char *hosts_file;  /* whose boxd block POST /v1/init rewrites: /etc/hosts */

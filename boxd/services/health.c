@@ -14,6 +14,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "activity.h"
 #include "clock.h"
 #include "lock.h"
 #include "probe.h"
@@ -27,8 +28,6 @@
 #define DOCKER_SOCKET "/var/run/docker.sock"
 #define MAX_CONTRIBUTORS 16
 #define MAX_WAITING 64
-#define KEEP_AWAKE_MS HEALTH_KEEP_AWAKE_MS
-#define KEEP_AWAKE_BACKGROUND_MS (60 * 60 * 1000)
 
 struct display_state {
 	bool up;
@@ -45,8 +44,7 @@ static char instance_id[64];
 static int contributor_count;
 static void (*activity_contributors[MAX_CONTRIBUTORS])(cJSON *activity);
 static int activity_contributor_count;
-static int64_t started_at_ms, started_monotonic_ms, last_call_ms;
-static unsigned calls_in_flight;
+static int64_t started_at_ms, started_monotonic_ms;
 static char boot_id[40];
 /* Given at health_init. */
 static struct event_base *loop;
@@ -276,15 +274,7 @@ static int running_procs(cJSON *health)
 static void add_activity(cJSON *health)
 {
 	cJSON *activity = cJSON_AddObjectToObject(health, "activity");
-	int64_t keep = running_procs(health) > 0 ? KEEP_AWAKE_BACKGROUND_MS : KEEP_AWAKE_MS;
-	int64_t until = last_call_ms + keep;
-	/* A call still running (a long command, an upload, a stream) keeps the
-	 * box awake however old its start: a freeze would cut it. */
-	if (calls_in_flight && clock_now_ms() + KEEP_AWAKE_MS > until)
-		until = clock_now_ms() + KEEP_AWAKE_MS;
-	add_number(activity, "lastCallAt", (double)last_call_ms);
-	add_number(activity, "keepAwakeUntil", (double)until);
-	add_number(activity, "callsInFlight", (double)calls_in_flight);
+	activity_describe(activity, running_procs(health) > 0);
 	for (int i = 0; i < activity_contributor_count; i++)
 		activity_contributors[i](activity);
 }
@@ -511,19 +501,6 @@ void health_register(void (*contribute)(cJSON *health))
 		contributors[contributor_count++] = contribute;
 }
 
-void health_call_started(void)
-{
-	calls_in_flight++;
-	last_call_ms = clock_now_ms();
-}
-
-void health_call_ended(void)
-{
-	if (calls_in_flight)
-		calls_in_flight--;
-	last_call_ms = clock_now_ms();
-}
-
 void health_invalidate(void)
 {
 	/* The next collect probes anew before it answers. */
@@ -552,8 +529,6 @@ void health_init(struct event_base *base, const char *work, const char *run,
 	run_dir = run;
 	display_name = display_setting;
 	started_at_ms = clock_now_ms();
-	/* A box whose boxd just started is in use: count the start as a call. */
-	last_call_ms = started_at_ms;
 	started_monotonic_ms = clock_monotonic_ms();
 	read_boot_id();
 	watch_sockets();

@@ -14,10 +14,6 @@
 struct event_base;
 
 #define HEALTH_PROBE_FRESH_MS 2000
-/* activity.keepAwakeUntil is the last call + this (more while a
- * background command runs). */
-#define HEALTH_KEEP_AWAKE_MS (10 * 60 * 1000)
-
 /* Starts the first probes. `work_dir` (the disk figures) and `display`
  * (":99") are kept, not copied. */
 void health_init(struct event_base *base, const char *work_dir, const char *run_dir,
@@ -36,17 +32,11 @@ void health_collect(health_done_fn done, void *arg);
  * display) registers a contributor; it runs on every build and may replace
  * the default fields. At most 16. */
 void health_register(void (*contribute)(cJSON *health));
-/* The same for the `activity` object, once its call fields are in (what
- * else keeps the box in use: the way in, say). At most 16. */
+/* The same for the `activity` object, once activity.h's fields are in
+ * (figures of one kind of use: the way in's open connections). At most 16. */
 void health_register_activity(void (*contribute)(cJSON *activity));
 /* The box's instanceId, from now on (init.c draws it). */
 void health_set_instance_id(const char *id);
-
-/* An API call starts and ends (the router calls these; health itself does
- * not count). A call in flight keeps the box awake, however long it takes;
- * activity.lastCallAt is the start or end of the latest call. */
-void health_call_started(void);
-void health_call_ended(void);
 
 /* Forgets the probe results, so the next collect probes again (used when a
  * module learns the display or Docker changed). */

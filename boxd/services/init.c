@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "dotenv.h"
+#include "entropy.h"
 #include "health.h"
 #include "hosts-block.h"
 #include "io.h"
@@ -178,8 +179,28 @@ static bool check_request(const cJSON *request, char *error, size_t size)
 		return text_fail(error, size,
 				 "workDir %s must be an existing directory, given absolute",
 				 work_dir->valuestring);
+	const cJSON *entropy = cJSON_GetObjectItemCaseSensitive(request, "entropy");
+	if (entropy && !cJSON_IsString(entropy))
+		return text_fail(error, size, "entropy must be a base64 string");
+	if (entropy && !entropy_check(entropy->valuestring, error, size))
+		return false;
 	return check_hosts(cJSON_GetObjectItemCaseSensitive(request, "hosts"), error, size) &&
 	       check_env(cJSON_GetObjectItemCaseSensitive(request, "env"), error, size);
+}
+
+/* The host's entropy, before anything draws a random number (the new
+ * instanceId, exec's new spares): given even by a late duplicate, since
+ * more of it never hurts. */
+static bool give_entropy(const cJSON *request, struct init_outcome *outcome, char *error,
+			 size_t size)
+{
+	const cJSON *entropy = cJSON_GetObjectItemCaseSensitive(request, "entropy");
+	if (!entropy)
+		return true;
+	outcome->entropy = entropy_give(entropy->valuestring, error, size);
+	if (!outcome->entropy)
+		outcome->system_error = errno ? errno : EIO;
+	return outcome->entropy != NULL;
 }
 
 /* The whole of a small file ("" when absent), NUL-terminated. */
@@ -251,12 +272,12 @@ static void merge_field(const cJSON *request, const char *name)
 		cJSON_AddItemToObject(state, name, cJSON_Duplicate(item, true));
 }
 
-bool init_apply(const cJSON *request, bool *applied, bool *clock_set, int *system_error,
-		char *error, size_t size)
+bool init_apply(const cJSON *request, struct init_outcome *outcome, char *error, size_t size)
 {
-	*applied = *clock_set = false;
-	*system_error = 0;
-	if (!check_request(request, error, size))
+	*outcome = (struct init_outcome){0};
+	bool *applied = &outcome->applied, *clock_set = &outcome->clock_set;
+	int *system_error = &outcome->system_error;
+	if (!check_request(request, error, size) || !give_entropy(request, outcome, error, size))
 		return false;
 	const cJSON *unix_ms = cJSON_GetObjectItemCaseSensitive(request, "unixMs");
 	const cJSON *last = cJSON_GetObjectItemCaseSensitive(state, "unixMs");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activity.h"
 #include "clock.h"
 #include "keyring.h"
 #include "log.h"
@@ -60,6 +61,7 @@ void lock_init(const char *run_dir)
 		return;
 	}
 	locked = true;
+	activity_begin(ACTIVITY_LOCK);
 	locked_since = since;
 	memcpy(lock_token_text, token, sizeof lock_token_text);
 	lock_note = kept[consumed] ? xstrdup(kept + consumed) : NULL;
@@ -82,6 +84,8 @@ void lock_set(bool now_locked, const char *note)
 	}
 	if (!now_locked)
 		memset(lock_token_text, 0, sizeof lock_token_text);
+	if (now_locked != locked)
+		(now_locked ? activity_begin : activity_end)(ACTIVITY_LOCK);
 	locked = now_locked;
 	keep();
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "activity.h"
 #include "clock.h"
 #include "health.h"
 #include "random-id.h"
@@ -50,12 +51,21 @@ static struct recording_call *recording_call_new(void *arg)
 
 /* ---- the state ---- */
 
+/* The recording is use of the box (activity) from its start to its end. */
+static void recording_set_running(bool running)
+{
+	if (running != recording.running)
+		(running ? activity_begin : activity_end)(ACTIVITY_RECORDING);
+	recording.running = running;
+}
+
 static void recording_clear(void)
 {
+	recording_set_running(false);
 	free(recording.id);
 	free(recording.path);
 	recording.id = recording.path = NULL;
-	recording.running = recording.stopping = false;
+	recording.stopping = false;
 }
 
 static void recording_ended_free(struct recording_ended *ended)
@@ -176,7 +186,7 @@ static void recording_on_started(void *arg, const struct screen_record_figures *
 		free(call);
 		return;
 	}
-	recording.running = true;
+	recording_set_running(true);
 	steps_add("record", "recording %s started at %d fps (%dx%d)", recording.id, figures->fps,
 		  figures->width, figures->height);
 	struct recording_started started = {

@@ -110,8 +110,11 @@ static bool route_find(uint32_t ip, uint16_t port, struct relay_target *target)
 static void on_pump_closed(bool ingress_pump)
 {
 	atomic_fetch_sub(&connections_open, 1);
-	if (ingress_pump)
+	if (ingress_pump) {
+		/* Its end is use too: the box has been idle only since then. */
+		atomic_store(&last_ingress_ms, clock_now_ms());
 		atomic_fetch_sub(&ingress_open, 1);
+	}
 }
 
 /* A connection the rules DNATed to the TCP listener: its original

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "activity.h"
 #include "health.h"
 #include "io.h"
 #include "log.h"
@@ -284,25 +284,23 @@ cJSON *services_entry(const char *name)
 
 /* ---- health: the way in counts as activity ---- */
 
-/* A connection through the way in is use of the box as a call is: it
- * keeps the box awake while open and for as long after as a call does. */
+/* A connection through the way in is use of the box as a call is: the box
+ * is busy while one is open (activity.h keeps it awake as long after). */
+static bool ingress_in_use(int64_t now_ms, int64_t *last_ms)
+{
+	(void)now_ms;
+	if (!relay_running)
+		return false;
+	*last_ms = relay_last_ingress_ms();
+	return relay_ingress_open() > 0;
+}
+
 static void contribute(cJSON *activity)
 {
 	if (!relay_running)
 		return;
-	int64_t last = relay_last_ingress_ms();
-	unsigned open = relay_ingress_open();
-	cJSON_AddNumberToObject(activity, "lastIngressAt", (double)last);
-	cJSON_AddNumberToObject(activity, "ingressOpen", open);
-	/* health writes its numbers as raw digits (health.c). */
-	const cJSON *until = cJSON_GetObjectItem(activity, "keepAwakeUntil");
-	int64_t until_ms = cJSON_IsRaw(until) ? strtoll(until->valuestring, NULL, 10) : 0;
-	int64_t ingress_until = (open ? clock_now_ms() : last) + HEALTH_KEEP_AWAKE_MS;
-	if (until && (last || open) && ingress_until > until_ms) {
-		char digits[32];
-		snprintf(digits, sizeof digits, "%lld", (long long)ingress_until);
-		cJSON_ReplaceItemInObject(activity, "keepAwakeUntil", cJSON_CreateRaw(digits));
-	}
+	cJSON_AddNumberToObject(activity, "lastIngressAt", (double)relay_last_ingress_ms());
+	cJSON_AddNumberToObject(activity, "ingressOpen", relay_ingress_open());
 }
 
 /* ---- start and stop ---- */
@@ -355,6 +353,7 @@ void services_init(struct event_base *base, const struct boxd_config *config)
 			   relay_running);
 	services_ready_init(base);
 	health_register_activity(contribute);
+	activity_register_source(ACTIVITY_INGRESS, ingress_in_use);
 	services_load(table_path, &current);
 	/* Wired again at once (after a reboot the kernel has no rules), once
 	 * the listeners are known: a ::1-only one goes through the relay. */

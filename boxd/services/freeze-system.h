@@ -1,0 +1,53 @@
+/* freeze-system.h: what a freeze does to the system (freeze.h says when):
+ * the cgroup v2 freezer for commands and containers, the kernel's caches,
+ * the memory figures. Each function fails soft and says why. */
+#ifndef BOXD_FREEZE_SYSTEM_H
+#define BOXD_FREEZE_SYSTEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* The cgroups a freeze stops: every command's (the children of the
+ * commands' cgroup but the shims' leaf, which must keep answering boxd) and
+ * every Docker container's (system.slice/docker-ID.scope with the systemd
+ * driver, docker/ID with cgroupfs), as full paths. */
+struct freeze_cgroups {
+	char **dirs;
+	bool *container; /* per dir: a container's, not a command's */
+	size_t count;
+};
+void freeze_cgroups_list(const char *commands, const char *shims, struct freeze_cgroups *list);
+void freeze_cgroups_free(struct freeze_cgroups *list);
+
+/* cgroup.freeze of `dir`: 1 frozen (by anyone), 0 not, -1 unreadable (gone). */
+int freeze_cgroup_setting(const char *dir);
+/* Writes 1 or 0 to its cgroup.freeze; true when done or the cgroup is gone. */
+bool freeze_cgroup_set(const char *dir, bool frozen);
+/* cgroup.events says `frozen 1` (or the cgroup is gone: nothing left to
+ * change anything). */
+bool freeze_cgroup_settled(const char *dir);
+
+/* Memory as free(1) counts it, from /proc/meminfo: used (MemTotal less free,
+ * buffers, page cache and reclaimable slab) and that cache. */
+struct freeze_memory {
+	int64_t used, cache;
+};
+bool freeze_memory_read(struct freeze_memory *memory);
+cJSON *freeze_memory_json(const struct freeze_memory *memory);
+
+/* True when a virtio balloon that reports free pages to the host
+ * (VIRTIO_BALLOON_F_REPORTING) is bound: what the guest frees then leaves
+ * the snapshot. */
+bool freeze_balloon_reports(void);
+
+/* Writes the file systems' dirty data (sync), then with `reclaim` drops the
+ * clean caches, compacts memory, and with a reporting balloon waits for the
+ * kernel to report what was freed. Blocks: for a thread. Fills `outcome`
+ * with what happened ({"synced","dropped","compacted","reported","waitedMs",
+ * "error"}). */
+void freeze_flush_and_reclaim(bool reclaim, cJSON *outcome);
+
+#endif
