@@ -31,6 +31,24 @@ def health_latency():
         f"{steps[0] / echo[0]:.2f}x")
 
 
+def busy_cost(jobs=200):
+    """What activity.busy costs a health answer: the background reason walks
+    the running commands at every answer (nothing is kept up to date while
+    idle); its worst case is a box with many of them, and the lock held."""
+    with BenchBoxd() as boxd:
+        idle_box = latency("http", boxd.socket, "/v1/health", str(ROUNDS))
+        for _ in range(jobs):
+            subprocess.run(["curl", "-s", "--unix-socket", boxd.socket, "-H",
+                            "Content-Type: application/json", "-d",
+                            '{"cmd": "sleep 600", "background": true}',
+                            "http://boxd/v1/exec"], capture_output=True, check=True)
+        subprocess.run(["curl", "-s", "--unix-socket", boxd.socket, "-X", "PUT", "-d",
+                        '{"locked": true}', "http://boxd/v1/lock"], capture_output=True)
+        busy = latency("http", boxd.socket, "/v1/health", str(ROUNDS))
+    row(f"health p50, busy: {jobs} background + lock (us)", f"{busy[0]:.1f}",
+        f"idle {idle_box[0]:.1f}", f"{busy[0] / idle_box[0]:.2f}x")
+
+
 def start_to_ready():
     samples = []
     for _ in range(30):
@@ -65,5 +83,6 @@ def idle():
 
 
 health_latency()
+busy_cost()
 start_to_ready()
 idle()
