@@ -7,16 +7,14 @@ should not notice).
     BENCH_PORTS_PROCESSES=300   extra processes (default 300)
     BENCH_PORTS_FDS=20          open files each (default 20)
 """
-import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from benchlib import BenchBoxd, percentile, row
+from benchlib import BenchBoxd, UnixHTTP, percentile, row
 
 PROCESSES = int(os.environ.get("BENCH_PORTS_PROCESSES", "300"))
 FDS = int(os.environ.get("BENCH_PORTS_FDS", "20"))
@@ -59,18 +57,10 @@ while True:
 """
 
 
-class Unix(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("boxd", timeout=30)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.path)
 
 
 def timed_get(path, target):
-    connection = Unix(path)
+    connection = UnixHTTP(path, timeout=30)
     start = time.perf_counter()
     connection.request("GET", target)
     response = connection.getresponse()

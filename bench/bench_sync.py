@@ -11,11 +11,9 @@ Generated data stays under bench/out/ (never committed). Files are in the page
 cache for both sides (cold = boxd's hash cache empty, not the page cache).
 Rows: name | boxd | baseline | ratio (lower is better for boxd)."""
 import hashlib
-import http.client
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,18 +32,10 @@ sys.path.insert(0, HERE)
 import benchlib  # noqa: E402
 
 
-class Unix(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("localhost", timeout=600)
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect(self.path)
 
 
 def request(sock, method, path, body=None, headers=None):
-    connection = Unix(sock)
+    connection = benchlib.UnixHTTP(sock, timeout=600)
     connection.request(method, path, body=body, headers=headers or {})
     response = connection.getresponse()
     data = response.read()

@@ -1,4 +1,5 @@
 """Shared pieces of the benchmarks: a boxd of their own, a row printer."""
+import http.client
 import os
 import shutil
 import socket
@@ -10,6 +11,18 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_DIR = os.environ.get("BOXD_BUILD_DIR", os.path.join(REPO, "build"))
 BOXD = os.path.join(BUILD_DIR, "boxd", "boxd")
 BOXCTL = os.path.join(BUILD_DIR, "boxd", "ctl", "boxctl")
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    """HTTP to boxd over its unix socket."""
+
+    def __init__(self, path, timeout=600):
+        super().__init__("boxd", timeout=timeout)
+        self.socket_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.socket_path)
 
 
 def row(name, boxd, baseline, ratio):

@@ -291,10 +291,22 @@ static int64_t zero_free_memory(int64_t limit)
 	return (int64_t)held * ZERO_CHUNK_BYTES;
 }
 
+/* Adds "<name>Ms": the time since *mark, which moves on to now. */
+static void add_step_ms(cJSON *outcome, const char *name, int64_t *mark)
+{
+	int64_t now = clock_monotonic_ms();
+	char key[32];
+	snprintf(key, sizeof key, "%sMs", name);
+	cJSON_AddNumberToObject(outcome, key, (double)(now - *mark));
+	*mark = now;
+}
+
 void freeze_flush_and_reclaim(bool reclaim, cJSON *outcome)
 {
+	int64_t mark = clock_monotonic_ms();
 	sync();
 	cJSON_AddBoolToObject(outcome, "synced", true);
+	add_step_ms(outcome, "sync", &mark);
 	if (!reclaim)
 		return;
 	/* 3: the page cache and the reclaimable slab (dentries, inodes), clean
@@ -309,16 +321,17 @@ void freeze_flush_and_reclaim(bool reclaim, cJSON *outcome)
 		cJSON_AddStringToObject(outcome, "error", error);
 	}
 	cJSON_AddBoolToObject(outcome, "dropped", dropped);
+	add_step_ms(outcome, "drop", &mark);
 	/* Whole free blocks are what the balloon reports (2 MiB, the
 	 * kernel's page_reporting_order): compaction makes more of them. */
 	bool compacted = dropped && write_sysctl("/proc/sys/vm/compact_memory", "1");
 	cJSON_AddBoolToObject(outcome, "compacted", compacted);
-	int64_t started = clock_monotonic_ms();
+	add_step_ms(outcome, "compact", &mark);
 	/* What the drop freed, and an eighth more (pieces round down). */
 	int64_t freed = before.cache - after.cache;
 	int64_t zeroed = dropped && freed > 0 ? zero_free_memory(freed + freed / 8) : 0;
 	cJSON_AddNumberToObject(outcome, "zeroedBytes", (double)zeroed);
-	cJSON_AddNumberToObject(outcome, "zeroMs", (double)(clock_monotonic_ms() - started));
+	add_step_ms(outcome, "zero", &mark);
 	/* Reported or not, the snapshot is small; reporting gives the memory
 	 * back to the host while the box runs on or stands paused. */
 	cJSON_AddBoolToObject(outcome, "reported", freeze_balloon_reports());

@@ -44,9 +44,10 @@ cJSON *freeze_memory_json(const struct freeze_memory *memory);
 bool freeze_balloon_reports(void);
 
 /* Writes the file systems' dirty data (sync), then with `reclaim` drops the
- * clean caches, compacts memory, and with a reporting balloon waits for the
- * kernel to report what was freed. Blocks: for a thread. Fills `outcome`
- * with what happened ({"synced","dropped","compacted","reported","waitedMs",
+ * clean caches, compacts memory and fills what the drop freed with zeros
+ * (docs/freeze.md says why). Blocks: for a thread. Fills `outcome` with what
+ * happened and how long each step took ({"synced","syncMs","dropped",
+ * "dropMs","compacted","compactMs","zeroedBytes","zeroMs","reported",
  * "error"}). */
 void freeze_flush_and_reclaim(bool reclaim, cJSON *outcome);
 
