@@ -19,8 +19,19 @@ CONTROL_SERIAL = "boxtest-ctl"  # the disk the host answers on (tests/box/run, C
 CONTROL_BYTES = 4096
 powercut_requested = False  # set by a check that wants the plug pulled next
 # The host's answer, once this box finds it is a restore of the snapshot a
-# check asked for: {"event": "restored", "restore": N, "hostMs", "carried"}.
+# check asked for: {"event": "restored", "restore": N, "vmgenid", "entropy",
+# "hostMs", "carried"}.
 restored = None
+# A container image built offline (FROM scratch, busybox-static), once per
+# boot: BUILD_IMAGE is the commands, run through boxd's exec.
+IMAGE = "boxtest-busybox"
+BUILD_IMAGE = r"""set -e
+docker image inspect boxtest-busybox >/dev/null 2>&1 && exit 0
+d=$(mktemp -d)
+cp /bin/busybox "$d/"
+printf 'FROM scratch\nCOPY busybox /busybox\nENTRYPOINT ["/busybox"]\n' >"$d/Dockerfile"
+docker build -q -t boxtest-busybox "$d"
+"""
 
 
 def emit(line):

@@ -3,24 +3,15 @@ box and in Docker's containers (default bridge and a user-defined network,
 as compose makes), box and external forwarding, switching under a running
 download, the way in over vsock, readiness, ports, and a crash of boxd."""
 import hashlib
-import json
 import os
 import socket
 import subprocess
 import threading
 import time
 
-from boxtest import api, figure, health, run, sh, unit, wait_until
+from boxtest import BUILD_IMAGE, IMAGE, api, figure, health, run, sh, unit, wait_until
 
-IMAGE = "boxtest-busybox"
 VSOCK_LOCAL = 1  # the loopback transport's peers are CID 1
-BUILD = r"""set -e
-docker image inspect boxtest-busybox >/dev/null 2>&1 && exit 0
-d=$(mktemp -d)
-cp /bin/busybox "$d/"
-printf 'FROM scratch\nCOPY busybox /busybox\nENTRYPOINT ["/busybox"]\n' >"$d/Dockerfile"
-docker build -q -t boxtest-busybox "$d"
-"""
 
 TABLE = {"services": [
     {"name": "api", "port": 3000, "targetPort": 8080, "mode": "box"},      # 127.0.0.1
@@ -63,7 +54,7 @@ def serve_vsock(port, answer):
 
 
 def setup():
-    box(BUILD, 300)
+    box(BUILD_IMAGE, 300)
     box("mkdir -p /srv/api /srv/any /srv/far && echo api-page > /srv/api/index.html && "
         "echo any-page > /srv/any/index.html && echo far-page > /srv/far/index.html && "
         "ip address replace 10.20.0.5/32 dev lo")
@@ -227,6 +218,9 @@ def check_the_way_in_over_vsock_http_and_websocket():
     api("POST", "/v1/services/ws/wait", {"timeoutSec": 30})
     before = health()["activity"].get("lastIngressAt", 0)
     c = vsock_connect(20000 + 3000)
+    # An open connection through the way in is use of the box (activity).
+    wait_until("ingress in activity.reasons",
+               lambda: "ingress" in health()["activity"]["reasons"], 5, 0.05)
     c.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
     answer = b""
     while True:
@@ -235,6 +229,9 @@ def check_the_way_in_over_vsock_http_and_websocket():
             break
         answer += block
     assert answer.startswith(b"HTTP/1.") and answer.endswith(b"api-page\n"), answer
+    c.close()
+    wait_until("ingress gone from activity.reasons",
+               lambda: "ingress" not in health()["activity"]["reasons"], 1, 0.05)
     after = health()["activity"]["lastIngressAt"]
     assert after > before, (before, after)
     c = vsock_connect(20000 + 3005)
@@ -249,7 +246,8 @@ def check_the_way_in_over_vsock_http_and_websocket():
     frame = c.recv(1024)
     assert frame[2:] == b"echo:hello", frame
     assert health()["activity"]["lastIngressAt"] >= after
-    return "HTTP and a WebSocket upgrade through vsock 20000+port"
+    return ("HTTP and a WebSocket upgrade through vsock 20000+port; `ingress` in "
+            "activity.reasons while a connection was open, gone within a second of its end")
 
 
 BULK_SERVER = r"""

@@ -5,10 +5,12 @@ then `cont`. Then a snapshot: `savevm` of the running box, which the host
 restores into two new boxes after this boot (and the power-cut one) ended;
 in those the driver finds itself inside check_snapshot_saved and runs the
 restore_check_* functions (driver.py)."""
+import fcntl
 import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -19,6 +21,10 @@ from boxtest import (api, ask_host, carry, emit, figure, health, run, start_boxd
 REPORT_PORT = 9997  # the report peer of a second boxd (test_20_vsock uses 9999)
 TICKER = "i=0; while :; do i=$((i+1)); echo tick $i; sleep 1; done"
 RESEEDED = "crng reseeded due to virtual machine fork"  # drivers/char/random.c
+# On CPU 0: each CPU has a generator of its own, drawn from the kernel's.
+DRAW = ("import os, sys; os.sched_setaffinity(0, {0}); "
+        "sys.stdout.write(os.getrandom(32).hex() + ' ' + open('/dev/urandom', 'rb').read(32).hex())")
+RNDRESEEDCRNG = 0x5207  # _IO('R', 0x07), linux/random.h
 S = {}  # what a check before the pause or the snapshot leaves for those after it
 
 
@@ -219,14 +225,22 @@ def check_snapshot_saved():
                  "reportInstanceId": ready["instanceId"], "instanceId": h["instanceId"],
                  "bootId": h["bootId"], "ticks": last_tick(job),
                  "unit": unit("boxd.service", "MainPID", "NRestarts")}
+    # A fresh seed in the snapshot: the kernel reseeds by itself once its
+    # seed is a minute old, which a restore would otherwise meet at its first
+    # draw (from interrupt timings of its own). So the restores below show
+    # what a restore right after a reseed shares without the init's entropy.
+    with open("/dev/urandom", "rb") as urandom:
+        fcntl.ioctl(urandom, RNDRESEEDCRNG)
     answer, seen = ask_host("BOXTEST-SNAPSHOT", timeout=300)
     if answer["event"] == "restored":
         S["snap"]["seen"] = seen
         boxtest.restored = answer  # this box is a restore: the driver turns to restore_check_*
         return "restored"
     assert answer["event"] == "saved", answer
-    # The original runs on; the ids it makes now are compared with the restores'.
-    carry(original={"instanceId": h["instanceId"], "ids": new_ids()})
+    # The original runs on; what it draws and the ids it makes now are
+    # compared with the restores'.
+    drawn = draw()
+    carry(original={"instanceId": h["instanceId"], "ids": new_ids(), "draw": drawn})
     first, last = still_ticking(job, S["snap"]["ticks"])
     api("POST", f"/v1/procs/{job['bgId']}/stop", {})
     stop_boxd(proc, top)
@@ -246,11 +260,45 @@ def host_now():
 
 
 def restore_check_kernel_reseeded():
-    """vmgenid: QEMU gave this box a new generation id, the kernel reseeded."""
+    """vmgenid: a restore whose QEMU gave a new generation id reseeds its
+    kernel's random generator; one given the saving QEMU's id (restores 1 and
+    2, as a cloud kernel without the vmgenid driver) does not."""
     log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30).stdout
     lines = [line.strip() for line in log.splitlines() if RESEEDED in line]
+    if boxtest.restored["vmgenid"] == "same":
+        assert not lines, f"the kernel reseeded without a new generation id: {lines}"
+        return "the same generation id as the original: no reseed (as on the cloud kernel)"
     assert len(lines) == 1, f"{len(lines)} kernel lines say {RESEEDED!r}"
     return f"{lines[0]} (the driver saw the restore at {S['snap']['seen']:.3f} s)"
+
+
+def draw():
+    """32 bytes from getrandom() and 32 from /dev/urandom, by a new process."""
+    return subprocess.run([sys.executable, "-c", DRAW], capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+
+
+def restore_check_entropy_makes_restores_differ():
+    """Right after the restore, before any init, then after an init with
+    the entropy the host drew for this restore (API.md "Init")."""
+    n = restore()
+    before = draw()
+    r = api("POST", "/v1/init", {"entropy": boxtest.restored["entropy"]})
+    assert r["entropy"] == "reseeded", r
+    after = draw()
+    carried = boxtest.restored["carried"]
+    others = {"the original": carried["original"]["draw"]}
+    others.update({who.replace("entropy", "restore "): v["draw"] for who, v in carried.items()
+                   if who.startswith("entropy")})
+    for who, value in others.items():
+        assert after != value, f"after its init restore {n} drew what {who} drew"
+    carry(**{f"entropy{n}": {"draw": after, "before": before}})
+    shared = [who.replace("entropy", "restore ") for who, v in carried.items()
+              if who.startswith("entropy") and v["before"] == before]
+    figure(f"restore-{n}-draws-before-init-shared", len(shared))
+    return (f"vmgenid {boxtest.restored['vmgenid']}; right after the restore, before any init, it "
+            f"drew {'the same bytes as ' + ' and '.join(shared) if shared else 'bytes of its own'}; "
+            f"after an init with the host's entropy, bytes no other box drew")
 
 
 def restore_check_init_sets_clock_and_hosts():
@@ -289,7 +337,7 @@ def restore_check_new_ids_differ():
     n = restore()
     ids = new_ids()
     assert len(set(ids)) == len(ids), ids
-    carried = boxtest.restored["carried"]
+    carried = {who: v for who, v in boxtest.restored["carried"].items() if "ids" in v}
     for who, values in carried.items():
         same = set(ids) & set(values["ids"])
         assert not same, f"ids also made by {who}: {sorted(same)}"
