@@ -66,7 +66,8 @@ static void handle_upload(struct api_request *req)
 
 const struct api_route api_sync_routes[] = {
 	{"POST", "/v1/sync/diff", API_STREAM_BODY, 0, handle_diff},
-	{"POST", "/v1/sync/upload", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY | API_UPLOAD, 0,
+	{"POST", "/v1/sync/upload",
+	 API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY | API_UPLOAD, 0,
 	 handle_upload},
 	{0},
 };

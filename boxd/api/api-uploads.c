@@ -133,8 +133,8 @@ static void handle_delete(struct api_request *req)
 
 const struct api_route api_uploads_routes[] = {
 	{"POST", "/v1/uploads", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT, 0, handle_create},
-	{"PUT", "/v1/uploads/{}", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY | API_UPLOAD, 0,
-	 handle_put},
+	{"PUT", "/v1/uploads/{}",
+	 API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_STREAM_BODY | API_UPLOAD, 0, handle_put},
 	{"HEAD", "/v1/uploads/{}", 0, 0, handle_head},
 	{"POST", "/v1/uploads/{}/finish", API_REFUSED_WHILE_LOCKED | API_IDEMPOTENT | API_UPLOAD, 0,
 	 handle_finish},

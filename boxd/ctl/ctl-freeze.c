@@ -45,8 +45,9 @@ static int run_freeze(struct ctl *ctl, int argc, char **argv)
 			cJSON_AddTrueToObject(body, "freezeCommands");
 		} else {
 			cJSON_Delete(body);
-			return ctl_usage_error("freeze", "unknown argument %s (usage: boxctl freeze "
-							 "[--reclaim] [--commands])",
+			return ctl_usage_error("freeze",
+					       "unknown argument %s (usage: boxctl freeze "
+					       "[--reclaim] [--commands])",
 					       argv[i]);
 		}
 	}

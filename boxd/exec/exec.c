@@ -526,7 +526,8 @@ static bool background_in_use(int64_t now_ms, int64_t *last_ms)
 			active = true;
 			continue;
 		}
-		int64_t last = running || job->exit.ended_at > hour_out ? hour_out : job->exit.ended_at;
+		int64_t last =
+			running || job->exit.ended_at > hour_out ? hour_out : job->exit.ended_at;
 		if (last > *last_ms)
 			*last_ms = last;
 	}

@@ -361,7 +361,7 @@ void api_stream_start(struct api_request *req, int status, const char *content_t
 	req->streaming = true;
 	req->drained = drained;
 	use_begins(req, req->route && (req->route->flags & API_LIVE) ? ROUTER_USE_LIVE_VIEW
-								      : ROUTER_USE_STREAM);
+								     : ROUTER_USE_STREAM);
 	if (!req->conn)
 		return;
 	char *headers = answer_headers(req, content_type, NULL);

@@ -81,7 +81,8 @@ void capabilities_describe(char *buffer, size_t size)
 bool capabilities_raise(cap_value_t value, bool on)
 {
 	cap_t caps = cap_get_proc();
-	bool ok = caps && cap_set_flag(caps, CAP_EFFECTIVE, 1, &value, on ? CAP_SET : CAP_CLEAR) == 0 &&
+	bool ok = caps &&
+		  cap_set_flag(caps, CAP_EFFECTIVE, 1, &value, on ? CAP_SET : CAP_CLEAR) == 0 &&
 		  cap_set_proc(caps) == 0;
 	cap_free(caps);
 	return ok;

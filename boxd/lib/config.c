@@ -150,7 +150,8 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 	case OPT_FREEZE_LIMIT:
 		if (!parse_int(value, 1, 86400, &number))
 			return text_fail(error, size,
-					 "--freeze-limit takes seconds from 1 to 86400, not `%s`", value);
+					 "--freeze-limit takes seconds from 1 to 86400, not `%s`",
+					 value);
 		config->freeze_limit_sec = (int)number;
 		return true;
 	case OPT_VSOCK_ALLOW_CID:

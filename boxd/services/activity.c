@@ -14,14 +14,10 @@ struct reason_state {
 };
 
 static const char *const names[ACTIVITY_REASON_COUNT] = {
-	[ACTIVITY_CALL] = "call",
-	[ACTIVITY_STREAM] = "stream",
-	[ACTIVITY_UPLOAD] = "upload",
-	[ACTIVITY_LIVE_VIEW] = "liveView",
-	[ACTIVITY_RECORDING] = "recording",
-	[ACTIVITY_TERMINAL] = "terminal",
-	[ACTIVITY_INGRESS] = "ingress",
-	[ACTIVITY_BACKGROUND] = "background",
+	[ACTIVITY_CALL] = "call",           [ACTIVITY_STREAM] = "stream",
+	[ACTIVITY_UPLOAD] = "upload",       [ACTIVITY_LIVE_VIEW] = "liveView",
+	[ACTIVITY_RECORDING] = "recording", [ACTIVITY_TERMINAL] = "terminal",
+	[ACTIVITY_INGRESS] = "ingress",     [ACTIVITY_BACKGROUND] = "background",
 	[ACTIVITY_LOCK] = "lock",
 };
 
@@ -108,8 +104,8 @@ void activity_describe(cJSON *activity, bool background_running)
 	 * runs), then every other use keeps the box awake as a call does, while
 	 * under way and for as long after. The background reason itself adds
 	 * nothing: its hour is the calls' rule. */
-	int64_t until = last_call + (background_running ? ACTIVITY_BACKGROUND_MS
-							: ACTIVITY_KEEP_AWAKE_MS);
+	int64_t until =
+		last_call + (background_running ? ACTIVITY_BACKGROUND_MS : ACTIVITY_KEEP_AWAKE_MS);
 	int64_t idle_since = started_ms;
 	cJSON *list = cJSON_CreateArray();
 	for (int i = 0; i < ACTIVITY_REASON_COUNT; i++) {

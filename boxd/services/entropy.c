@@ -29,9 +29,10 @@ static bool decode(const char *text, struct pool_info *info, char *error, size_t
 	if (!base64_decode(text, strlen(text), info->buf, sizeof info->buf, &length) ||
 	    length < ENTROPY_MIN_BYTES) {
 		explicit_bzero(info->buf, sizeof info->buf);
-		return text_fail(error, size,
-				 "entropy must be base64 (RFC 4648) of %d to %d bytes the host drew",
-				 ENTROPY_MIN_BYTES, ENTROPY_MAX_BYTES);
+		return text_fail(
+			error, size,
+			"entropy must be base64 (RFC 4648) of %d to %d bytes the host drew",
+			ENTROPY_MIN_BYTES, ENTROPY_MAX_BYTES);
 	}
 	info->buf_size = (int)length;
 	info->entropy_count = (int)length * 8;
@@ -77,9 +78,9 @@ const char *entropy_give(const char *text, char *error, size_t size)
 	} else if (errno != EPERM) {
 		text_fail(error, size, "the kernel refused the entropy: %s", strerror(errno));
 	} else if (io_write_all(fd, info.buf, (size_t)info.buf_size)) {
-		log_msg(LOG_LEVEL_WARNING,
-			"init: no CAP_SYS_ADMIN: the entropy was mixed into the pool, not credited, "
-			"and the random generator takes it at its next reseed");
+		log_msg(LOG_LEVEL_WARNING, "init: no CAP_SYS_ADMIN: the entropy was mixed into the "
+					   "pool, not credited, "
+					   "and the random generator takes it at its next reseed");
 		outcome = "mixed";
 	} else {
 		text_fail(error, size, "cannot write to /dev/urandom: %s", strerror(errno));

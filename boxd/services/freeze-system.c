@@ -280,8 +280,9 @@ static int64_t zero_free_memory(int64_t limit)
 		room = limit;
 	while (held < ZERO_MAX_CHUNKS && (int64_t)(held + 1) * ZERO_CHUNK_BYTES <= room &&
 	       meminfo_bytes("MemFree") - ZERO_CHUNK_BYTES >= reserve) {
-		void *chunk = mmap(NULL, ZERO_CHUNK_BYTES, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
+		void *chunk =
+			mmap(NULL, ZERO_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
 		if (chunk == MAP_FAILED)
 			break;
 		chunks[held++] = chunk;

@@ -97,14 +97,15 @@ static bool load_state(void)
 	free(text);
 	const cJSON *until = cJSON_GetObjectItemCaseSensitive(state, "untilMonotonicMs");
 	const cJSON *dirs = cJSON_GetObjectItemCaseSensitive(state, "cgroups");
-	int64_t left = cJSON_IsNumber(until) ? (int64_t)until->valuedouble - clock_monotonic_ms()
-					     : -1;
+	int64_t left =
+		cJSON_IsNumber(until) ? (int64_t)until->valuedouble - clock_monotonic_ms() : -1;
 	bool usable = cJSON_IsArray(dirs) && cJSON_IsNumber(until) && left <= limit_ms;
 	for (const cJSON *item = usable ? dirs->child : NULL; item; item = item->next) {
 		const cJSON *dir = cJSON_GetObjectItemCaseSensitive(item, "dir");
 		if (cJSON_IsString(dir))
-			add_frozen(xstrdup(dir->valuestring),
-				   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "container")));
+			add_frozen(
+				xstrdup(dir->valuestring),
+				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "container")));
 	}
 	if (usable) {
 		freeze.until_monotonic_ms = (int64_t)until->valuedouble;
@@ -267,8 +268,8 @@ static void freeze_cgroups(struct call *call)
 void freeze_start(bool reclaim, bool commands, freeze_done_fn done, void *arg)
 {
 	struct call *call = xcalloc(1, sizeof *call);
-	*call = (struct call){.done = done, .arg = arg, .reclaim = reclaim,
-			      .started_us = clock_monotonic_us()};
+	*call = (struct call){
+		.done = done, .arg = arg, .reclaim = reclaim, .started_us = clock_monotonic_us()};
 	freeze_memory_read(&call->before);
 	freeze.state = FREEZING;
 	freeze.call = call;
@@ -302,8 +303,8 @@ cJSON *freeze_undo(const char *why)
 	cJSON_AddNumberToObject(answer, "frozenMs", (double)(frozen_ms > 0 ? frozen_ms : 0));
 	cJSON_AddNumberToObject(cJSON_AddObjectToObject(answer, "commands"), "thawed", thawed);
 	log_msg(strcmp(why, "limit") == 0 ? LOG_LEVEL_WARNING : LOG_LEVEL_INFO,
-		"freeze undone (%s) after %lld ms: %u cgroups thawed%s", why,
-		(long long)frozen_ms, thawed,
+		"freeze undone (%s) after %lld ms: %u cgroups thawed%s", why, (long long)frozen_ms,
+		thawed,
 		strcmp(why, "limit") == 0 ? "; nobody thawed the box within --freeze-limit" : "");
 	steps_add("freeze", "thawed (%s) after %.1f s", why, (double)frozen_ms / 1000.0);
 	freeze_cgroups_free(&freeze.frozen);
@@ -341,8 +342,8 @@ static void contribute(cJSON *health)
 		cJSON_AddNumberToObject(object, "since", (double)freeze.since_ms);
 }
 
-void freeze_init(struct event_base *base, const char *run_dir, int limit_sec,
-		 const char *commands, const char *shims)
+void freeze_init(struct event_base *base, const char *run_dir, int limit_sec, const char *commands,
+		 const char *shims)
 {
 	loop = base;
 	limit_ms = (int64_t)limit_sec * 1000;

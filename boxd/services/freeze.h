@@ -31,8 +31,8 @@ struct event_base;
 
 /* Takes up a freeze kept by the boxd before this one. `commands` and
  * `shims`: exec's cgroups (may be NULL); kept, not copied. */
-void freeze_init(struct event_base *base, const char *run_dir, int limit_sec,
-		 const char *commands, const char *shims);
+void freeze_init(struct event_base *base, const char *run_dir, int limit_sec, const char *commands,
+		 const char *shims);
 /* Stops the timer (boxd ends: the freeze is kept for the next boxd). */
 void freeze_stop(void);
 
@@ -43,8 +43,7 @@ bool freeze_active(void);
  * and a sentence: the commands did not freeze in time (all undone), or the
  * freeze was undone before it finished. Only one freeze at a time: the
  * router refuses a second (freeze_active). */
-typedef void (*freeze_done_fn)(void *arg, cJSON *answer, enum failure failure,
-			       const char *error);
+typedef void (*freeze_done_fn)(void *arg, cJSON *answer, enum failure failure, const char *error);
 void freeze_start(bool reclaim, bool commands, freeze_done_fn done, void *arg);
 
 /* Undoes the freeze (`why` for the log: "thaw", "init", "limit"). Returns

@@ -32,7 +32,7 @@
 void init_start(const char *run_dir, const char *hosts_path);
 
 struct init_outcome {
-	bool applied;     /* false: older than the last one applied (ignored) */
+	bool applied; /* false: older than the last one applied (ignored) */
 	bool clock_set;
 	const char *entropy; /* entropy_give()'s word, NULL when none was given */
 	int system_error;    /* the errno when boxd could not do its part */
@@ -44,8 +44,7 @@ struct init_outcome {
  * be written, the clock not set: system_error is the errno, ENOSPC for a
  * full disk). The entropy is given first, even to an init older than the
  * last one applied. */
-bool init_apply(const cJSON *request, struct init_outcome *outcome, char *error,
-		size_t error_size);
+bool init_apply(const cJSON *request, struct init_outcome *outcome, char *error, size_t error_size);
 
 /* Whether a clock at `now_ms` must be set to `unix_ms` (the margins above). */
 bool init_clock_is_off(int64_t now_ms, int64_t unix_ms);

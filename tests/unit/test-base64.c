@@ -45,8 +45,8 @@ static void round_trips(void)
 			in[i] = (unsigned char)rand();
 		for (int pad = 0; pad < 2; pad++) {
 			size_t length = encode(in, n, text, pad), got = 0;
-			CHECKF(base64_decode(text, length, out, sizeof out, &got), "n=%zu pad=%d", n,
-			       pad);
+			CHECKF(base64_decode(text, length, out, sizeof out, &got), "n=%zu pad=%d",
+			       n, pad);
 			CHECKF(got == n && memcmp(in, out, n) == 0, "n=%zu pad=%d got %zu", n, pad,
 			       got);
 		}
@@ -63,14 +63,14 @@ static void refuses(const char *text, size_t room)
 int main(void)
 {
 	round_trips();
-	refuses("QUJD!", 64);     /* outside the alphabet */
-	refuses("QUJD\n", 64);    /* whitespace */
-	refuses("QUJ-", 64);      /* the URL alphabet */
-	refuses("Q", 64);         /* a lone character: no whole byte */
-	refuses("QQ=", 64);       /* padding short of a multiple of 4 */
-	refuses("QR==", 64);      /* bits past the last byte not zero */
-	refuses("Q===", 64);      /* three '=' */
-	refuses("QU=JD", 64);     /* '=' inside */
-	refuses("QUJDRA==", 3);   /* 4 bytes into room for 3 */
+	refuses("QUJD!", 64);   /* outside the alphabet */
+	refuses("QUJD\n", 64);  /* whitespace */
+	refuses("QUJ-", 64);    /* the URL alphabet */
+	refuses("Q", 64);       /* a lone character: no whole byte */
+	refuses("QQ=", 64);     /* padding short of a multiple of 4 */
+	refuses("QR==", 64);    /* bits past the last byte not zero */
+	refuses("Q===", 64);    /* three '=' */
+	refuses("QU=JD", 64);   /* '=' inside */
+	refuses("QUJDRA==", 3); /* 4 bytes into room for 3 */
 	return check_done("base64");
 }
