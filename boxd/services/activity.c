@@ -50,11 +50,6 @@ void activity_register_source(enum activity_reason reason, activity_source_fn ac
 	reasons[reason].source = active;
 }
 
-const char *activity_reason_name(enum activity_reason reason)
-{
-	return names[reason];
-}
-
 /* Whether `reason` is in use now; a source's last use is remembered, so a
  * command that was forgotten since does not move idleSince back. */
 static bool in_use(enum activity_reason reason, int64_t now)
@@ -68,15 +63,6 @@ static bool in_use(enum activity_reason reason, int64_t now)
 			state->last_ms = last;
 	}
 	return active;
-}
-
-bool activity_busy(void)
-{
-	int64_t now = clock_now_ms();
-	for (int i = 0; i < ACTIVITY_REASON_COUNT; i++)
-		if (in_use(i, now))
-			return true;
-	return false;
 }
 
 /* Milliseconds as digits: cJSON would print a large double in exponent form. */

@@ -50,12 +50,6 @@ void activity_end(enum activity_reason reason);
 typedef bool (*activity_source_fn)(int64_t now_ms, int64_t *last_ms);
 void activity_register_source(enum activity_reason reason, activity_source_fn active);
 
-/* The contract's name of a reason ("liveView"). */
-const char *activity_reason_name(enum activity_reason reason);
-
-/* True while any reason is under way. */
-bool activity_busy(void);
-
 /* Writes the `activity` object's fields: lastCallAt, keepAwakeUntil,
  * callsInFlight, busy, reasons and idleSince (null while busy: the box is
  * not idle). `background_running`: a background command runs, of any age
