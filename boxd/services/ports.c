@@ -2,29 +2,26 @@
  *
  * A listing is a round: the box's listeners from sock_diag on the loop (a
  * few tens of microseconds, and sockets.c's buffer is the loop's), the
- * /proc walks on a thread of the round's own, which wakes the loop through
- * a pipe when done, Docker's names through the loop, then the answer. The
- * thread touches nothing but its round (exec's jobs and the secrets are the
- * loop's), and is joined before the round is read. */
+ * /proc walks on a thread of the round's own (offload.h), Docker's names
+ * through the loop, then the answer. The thread touches nothing but its
+ * round (exec's jobs and the secrets are the loop's), and is joined before
+ * the round is read. */
 #include "ports.h"
 
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cgroup.h"
 #include "clock.h"
 #include "exec.h"
 #include "log.h"
+#include "offload.h"
 #include "ports-docker.h"
 #include "ports-scan.h"
 #include "protected.h"
@@ -46,9 +43,6 @@ struct round {
 	size_t box_count;
 	struct ports_scan scan;
 	int64_t scan_us; /* how long the scan took, for the log */
-	pthread_t thread;
-	int wake[2]; /* the thread writes a byte to wake[1] when it is done */
-	struct event *woken;
 };
 
 static struct round *running; /* at most one round at a time */
@@ -233,50 +227,15 @@ static void scan(struct round *round)
 	round->scan_us = clock_monotonic_us() - started;
 }
 
-static void *scan_thread(void *arg)
+/* offload_run's halves: the walk on the thread, its end on the loop. */
+static void scan_work(void *arg)
 {
-	struct round *round = arg;
-	scan(round);
-	char done = 1;
-	while (write(round->wake[1], &done, 1) < 0 && errno == EINTR)
-		;
-	return NULL;
+	scan(arg);
 }
 
-static void on_woken(evutil_socket_t fd, short what, void *arg)
+static void scan_done(void *arg)
 {
-	(void)what;
-	struct round *round = arg;
-	char done;
-	if (read(fd, &done, 1) != 1)
-		return; /* not yet (a spurious wakeup): the event stays armed */
-	pthread_join(round->thread, NULL);
-	event_free(round->woken);
-	close(round->wake[0]);
-	close(round->wake[1]);
-	scanned(round);
-}
-
-/* The thread takes no signal: they stay the loop's (libevent's handlers). */
-static bool start_thread(struct round *round)
-{
-	if (pipe2(round->wake, O_CLOEXEC | O_NONBLOCK) != 0)
-		return false;
-	sigset_t all, before;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &before);
-	int error = pthread_create(&round->thread, NULL, scan_thread, round);
-	pthread_sigmask(SIG_SETMASK, &before, NULL);
-	if (error) {
-		close(round->wake[0]);
-		close(round->wake[1]);
-		errno = error;
-		return false;
-	}
-	round->woken =
-		event_new(round->base, round->wake[0], EV_READ | EV_PERSIST, on_woken, round);
-	event_add(round->woken, NULL);
-	return true;
+	scanned(arg);
 }
 
 static void start_round(struct event_base *base, struct waiter *waiters)
@@ -294,7 +253,7 @@ static void start_round(struct event_base *base, struct waiter *waiters)
 	}
 	running = round;
 	protected_warm(); /* what the thread's cgroup lookups read */
-	if (start_thread(round))
+	if (offload_run(base, scan_work, scan_done, round))
 		return;
 	log_msg(LOG_LEVEL_WARNING, "ports: no thread for the scan (%s): it runs on the loop",
 		strerror(errno));
