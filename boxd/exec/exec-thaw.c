@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "io.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -31,52 +30,10 @@ static struct event *watch_event;
 static int watch_fd = -1;
 static char *shims_dir, *top_dir;
 
-/* The value of `key` in a cgroup's flat keyed file, -1 when unreadable. */
-static int keyed_value(const char *dir, const char *file, const char *key)
-{
-	char path[PATH_MAX + 32], text[256];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, text, sizeof text - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	text[n] = '\0';
-	size_t length = strlen(key);
-	for (char *line = text; line;) {
-		if (!strncmp(line, key, length) && line[length] == ' ')
-			return atoi(line + length + 1);
-		line = strchr(line, '\n');
-		if (line)
-			line++;
-	}
-	return -1;
-}
-
-/* cgroup.freeze holds only the cgroup's own setting: "0" or "1". */
-static bool own_freeze(const char *dir)
-{
-	char path[PATH_MAX + 32], text[8] = "";
-	snprintf(path, sizeof path, "%s/cgroup.freeze", dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, text, sizeof text - 1);
-	close(fd);
-	return n > 0 && text[0] == '1';
-}
-
 static void thaw_one(const char *dir)
 {
-	char path[PATH_MAX + 32];
-	snprintf(path, sizeof path, "%s/cgroup.freeze", dir);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	bool ok = fd >= 0 && io_write_all(fd, "0", 1);
+	bool ok = cgroup_set_freeze(dir, false);
 	int error = errno;
-	if (fd >= 0)
-		close(fd);
 	if (ok)
 		log_msg(LOG_LEVEL_WARNING,
 			"%s was frozen (by a command?): thawed, so the shims keep "
@@ -92,12 +49,13 @@ static void thaw_one(const char *dir)
  * the host's business, not a command's). */
 static void thaw_chain(void)
 {
-	if (keyed_value(shims_dir, "cgroup.events", "frozen") != 1)
+	if (cgroup_keyed_value(shims_dir, "cgroup.events", "frozen") != 1)
 		return;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s", shims_dir);
 	for (;;) {
-		if (own_freeze(dir))
+		/* cgroup.freeze holds only the cgroup's own setting. */
+		if (cgroup_freeze_setting(dir) == 1)
 			thaw_one(dir);
 		if (!strcmp(dir, top_dir))
 			break;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "xalloc.h"
 
 /* mountinfo fields: id parent major:minor root mountpoint options - fstype source super */
@@ -385,7 +387,56 @@ int cgroup_job_signal(const struct cgroup_job *job, int signal)
 
 bool cgroup_job_thaw(const struct cgroup_job *job)
 {
-	return job->v2_dir && write_file(job->v2_dir, "cgroup.freeze", "0");
+	return job->v2_dir && cgroup_set_freeze(job->v2_dir, false);
+}
+
+int cgroup_keyed_value(const char *dir, const char *file, const char *key)
+{
+	char path[PATH_MAX + 32], text[256];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	size_t length = strlen(key);
+	for (char *line = text; line;) {
+		if (!strncmp(line, key, length) && line[length] == ' ')
+			return atoi(line + length + 1);
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -1;
+}
+
+int cgroup_freeze_setting(const char *dir)
+{
+	char path[PATH_MAX + 32], text[8] = "";
+	snprintf(path, sizeof path, "%s/cgroup.freeze", dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, text, sizeof text - 1);
+	close(fd);
+	return n > 0 ? text[0] == '1' : -1;
+}
+
+bool cgroup_set_freeze(const char *dir, bool frozen)
+{
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/cgroup.freeze", dir);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = io_write_all(fd, frozen ? "1" : "0", 1);
+	int error = errno;
+	close(fd);
+	errno = error;
+	return ok;
 }
 
 int cgroup_job_populated(const struct cgroup_job *job)

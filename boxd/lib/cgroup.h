@@ -74,6 +74,14 @@ int cgroup_job_signal(const struct cgroup_job *job, int signal);
 /* Writes 0 to the job's cgroup.freeze: another command may have frozen
  * it. False without a v2 cgroup or a freezer there. */
 bool cgroup_job_thaw(const struct cgroup_job *job);
+/* The value of `key` in one of a cgroup v2 dir's flat keyed files
+ * (cgroup.events: "frozen", "populated"), -1 when unreadable. */
+int cgroup_keyed_value(const char *dir, const char *file, const char *key);
+/* The cgroup's own cgroup.freeze setting (not an ancestor's): 1 or 0, -1
+ * when unreadable (the cgroup is gone, or there is no freezer). */
+int cgroup_freeze_setting(const char *dir);
+/* Writes 1 or 0 to its cgroup.freeze; false with errno. */
+bool cgroup_set_freeze(const char *dir, bool frozen);
 /* True while any process is left in the job, in cgroups below its own
  * too where cgroup v2 tells (-1: cannot tell). */
 int cgroup_job_populated(const struct cgroup_job *job);

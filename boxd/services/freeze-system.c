@@ -28,7 +28,7 @@
 
 /* ---- which cgroups ---- */
 
-static void list_add(struct freeze_cgroups *list, char *dir, bool container)
+void freeze_cgroups_add(struct freeze_cgroups *list, char *dir, bool container)
 {
 	list->dirs = xrealloc(list->dirs, (list->count + 1) * sizeof *list->dirs);
 	list->container = xrealloc(list->container, (list->count + 1) * sizeof *list->container);
@@ -51,7 +51,7 @@ static void add_commands(const char *commands, const char *shims, struct freeze_
 		if (shims && strcmp(path, shims) == 0)
 			free(path);
 		else
-			list_add(list, path, false);
+			freeze_cgroups_add(list, path, false);
 	}
 	closedir(dir);
 }
@@ -72,7 +72,7 @@ static void add_containers(const char *mount, struct freeze_cgroups *list)
 		if (glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &found) == 0)
 			for (size_t j = 0; j < found.gl_pathc; j++)
 				if (is_dir(found.gl_pathv[j])) /* GLOB_ONLYDIR is a hint */
-					list_add(list, xstrdup(found.gl_pathv[j]), true);
+					freeze_cgroups_add(list, xstrdup(found.gl_pathv[j]), true);
 		globfree(&found);
 		free(pattern);
 	}
@@ -95,52 +95,6 @@ void freeze_cgroups_free(struct freeze_cgroups *list)
 	free(list->dirs);
 	free(list->container);
 	*list = (struct freeze_cgroups){0};
-}
-
-/* ---- the freezer ---- */
-
-int freeze_cgroup_setting(const char *dir)
-{
-	char *path = xasprintf("%s/cgroup.freeze", dir);
-	char text[8] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return -1;
-	ssize_t got = read(fd, text, sizeof text - 1);
-	close(fd);
-	return got > 0 ? text[0] == '1' : -1;
-}
-
-bool freeze_cgroup_set(const char *dir, bool frozen)
-{
-	char *path = xasprintf("%s/cgroup.freeze", dir);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0)
-		return errno == ENOENT;
-	bool ok = io_write_all(fd, frozen ? "1" : "0", 1);
-	int saved = errno;
-	close(fd);
-	/* A cgroup removed meanwhile (its command ended) is no failure. */
-	return ok || saved == ENOENT || saved == ENODEV;
-}
-
-bool freeze_cgroup_settled(const char *dir)
-{
-	char *path = xasprintf("%s/cgroup.events", dir);
-	FILE *file = fopen(path, "re");
-	free(path);
-	if (!file)
-		return true;
-	char key[32];
-	int value;
-	bool frozen = false;
-	while (fscanf(file, "%31s %d", key, &value) == 2)
-		if (strcmp(key, "frozen") == 0)
-			frozen = value == 1;
-	fclose(file);
-	return frozen;
 }
 
 /* ---- memory ---- */
@@ -166,6 +120,8 @@ bool freeze_memory_read(struct freeze_memory *memory)
 	}
 	fclose(file);
 	long long cache = buffers + cached + reclaimable;
+	memory->total = total * 1024;
+	memory->free = free_kb * 1024;
 	memory->cache = cache * 1024;
 	memory->used = (total - free_kb - cache) * 1024;
 	return total > 0;
@@ -214,21 +170,6 @@ static bool write_sysctl(const char *path, const char *value)
 	return ok;
 }
 
-/* A field of /proc/meminfo in bytes, -1 when absent. */
-static int64_t meminfo_bytes(const char *field)
-{
-	FILE *file = fopen("/proc/meminfo", "re");
-	if (!file)
-		return -1;
-	char key[64];
-	long long value, found = -1;
-	while (fscanf(file, "%63s %lld kB ", key, &value) == 2)
-		if (strncmp(key, field, strlen(field)) == 0 && key[strlen(field)] == ':')
-			found = value * 1024;
-	fclose(file);
-	return found;
-}
-
 /* How much more boxd's own cgroup lets it hold (memory.max less
  * memory.current), or INT64_MAX without a limit. */
 static int64_t cgroup_headroom(void)
@@ -269,8 +210,9 @@ static int64_t cgroup_headroom(void)
  * zeroed. */
 static int64_t zero_free_memory(int64_t limit)
 {
-	int64_t total = meminfo_bytes("MemTotal");
-	int64_t reserve = total / ZERO_RESERVE_SHARE;
+	struct freeze_memory memory = {0};
+	freeze_memory_read(&memory);
+	int64_t reserve = memory.total / ZERO_RESERVE_SHARE;
 	if (reserve < ZERO_RESERVE_BYTES)
 		reserve = ZERO_RESERVE_BYTES;
 	int64_t room = cgroup_headroom() - ZERO_RESERVE_BYTES;
@@ -279,7 +221,7 @@ static int64_t zero_free_memory(int64_t limit)
 	if (room > limit)
 		room = limit;
 	while (held < ZERO_MAX_CHUNKS && (int64_t)(held + 1) * ZERO_CHUNK_BYTES <= room &&
-	       meminfo_bytes("MemFree") - ZERO_CHUNK_BYTES >= reserve) {
+	       freeze_memory_read(&memory) && memory.free - ZERO_CHUNK_BYTES >= reserve) {
 		void *chunk =
 			mmap(NULL, ZERO_CHUNK_BYTES, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);

@@ -1,5 +1,5 @@
 /* freeze-system.h: what a freeze does to the system (freeze.h says when):
- * the cgroup v2 freezer for commands and containers, the kernel's caches,
+ * which cgroups the freezer stops (lib/cgroup.h freezes them), the kernel's caches,
  * the memory figures. Each function fails soft and says why. */
 #ifndef BOXD_FREEZE_SYSTEM_H
 #define BOXD_FREEZE_SYSTEM_H
@@ -20,20 +20,15 @@ struct freeze_cgroups {
 	size_t count;
 };
 void freeze_cgroups_list(const char *commands, const char *shims, struct freeze_cgroups *list);
+/* Appends `dir` (taken over) to the list. */
+void freeze_cgroups_add(struct freeze_cgroups *list, char *dir, bool container);
 void freeze_cgroups_free(struct freeze_cgroups *list);
 
-/* cgroup.freeze of `dir`: 1 frozen (by anyone), 0 not, -1 unreadable (gone). */
-int freeze_cgroup_setting(const char *dir);
-/* Writes 1 or 0 to its cgroup.freeze; true when done or the cgroup is gone. */
-bool freeze_cgroup_set(const char *dir, bool frozen);
-/* cgroup.events says `frozen 1` (or the cgroup is gone: nothing left to
- * change anything). */
-bool freeze_cgroup_settled(const char *dir);
-
 /* Memory as free(1) counts it, from /proc/meminfo: used (MemTotal less free,
- * buffers, page cache and reclaimable slab) and that cache. */
+ * buffers, page cache and reclaimable slab) and that cache; and the total and
+ * free memory themselves. */
 struct freeze_memory {
-	int64_t used, cache;
+	int64_t used, cache, total, free;
 };
 bool freeze_memory_read(struct freeze_memory *memory);
 cJSON *freeze_memory_json(const struct freeze_memory *memory);

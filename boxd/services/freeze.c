@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "clock.h"
 #include "exec.h"
 #include "freeze-system.h"
@@ -75,13 +76,11 @@ static void save_state(void)
 	free(text);
 }
 
-static void add_frozen(char *dir, bool container)
+/* Writes the cgroup's freeze setting; true when done or the cgroup is gone
+ * (its command ended meanwhile: nothing left to stop or start). */
+static bool set_or_gone(const char *dir, bool frozen)
 {
-	struct freeze_cgroups *list = &freeze.frozen;
-	list->dirs = xrealloc(list->dirs, (list->count + 1) * sizeof *list->dirs);
-	list->container = xrealloc(list->container, (list->count + 1) * sizeof *list->container);
-	list->dirs[list->count] = dir;
-	list->container[list->count++] = container;
+	return cgroup_set_freeze(dir, frozen) || errno == ENOENT || errno == ENODEV;
 }
 
 /* A file from another boot (a run dir that is not a tmpfs) names cgroups
@@ -103,8 +102,8 @@ static bool load_state(void)
 	for (const cJSON *item = usable ? dirs->child : NULL; item; item = item->next) {
 		const cJSON *dir = cJSON_GetObjectItemCaseSensitive(item, "dir");
 		if (cJSON_IsString(dir))
-			add_frozen(
-				xstrdup(dir->valuestring),
+			freeze_cgroups_add(
+				&freeze.frozen, xstrdup(dir->valuestring),
 				cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "container")));
 	}
 	if (usable) {
@@ -197,19 +196,15 @@ static void flushed(void *arg)
 static void start_flush(struct call *call)
 {
 	call->flushing = true;
-	if (offload_run(loop, flush_work, flushed, call))
-		return;
-	log_msg(LOG_LEVEL_WARNING, "freeze: no thread for the sync (%s): it runs on the loop",
-		strerror(errno));
-	flush_work(call);
-	flushed(call);
+	offload_run(loop, "freeze: the sync", flush_work, flushed, call);
 }
 
 /* The first cgroup not frozen yet, or NULL once all are. */
 static const char *unsettled(void)
 {
+	/* A cgroup gone (-1) has nothing left to change anything. */
 	for (size_t i = 0; i < freeze.frozen.count; i++)
-		if (!freeze_cgroup_settled(freeze.frozen.dirs[i]))
+		if (cgroup_keyed_value(freeze.frozen.dirs[i], "cgroup.events", "frozen") == 0)
 			return freeze.frozen.dirs[i];
 	return NULL;
 }
@@ -245,12 +240,12 @@ static void freeze_cgroups(struct call *call)
 	struct freeze_cgroups found;
 	freeze_cgroups_list(commands_dir, shims_dir, &found);
 	for (size_t i = 0; i < found.count; i++) {
-		int setting = freeze_cgroup_setting(found.dirs[i]);
+		int setting = cgroup_freeze_setting(found.dirs[i]);
 		if (setting == 1) {
 			call->left++;
 			continue;
 		}
-		if (setting < 0 || !freeze_cgroup_set(found.dirs[i], true))
+		if (setting < 0 || !set_or_gone(found.dirs[i], true))
 			continue; /* gone meanwhile */
 		/* exec's spare shims wait in cgroups of their own, frozen alike
 		 * but not counted: they are boxd's, not commands. */
@@ -259,7 +254,7 @@ static void freeze_cgroups(struct call *call)
 			call->containers++;
 		else if (exec_find(name))
 			call->commands++;
-		add_frozen(found.dirs[i], found.container[i]);
+		freeze_cgroups_add(&freeze.frozen, found.dirs[i], found.container[i]);
 		found.dirs[i] = NULL;
 	}
 	freeze_cgroups_free(&found);
@@ -294,7 +289,7 @@ cJSON *freeze_undo(const char *why)
 		return answer;
 	unsigned thawed = 0;
 	for (size_t i = 0; i < freeze.frozen.count; i++)
-		if (freeze_cgroup_set(freeze.frozen.dirs[i], false))
+		if (set_or_gone(freeze.frozen.dirs[i], false))
 			thawed++;
 		else
 			log_msg(LOG_LEVEL_ERROR, "freeze: cannot thaw %s: %s",

@@ -7,8 +7,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "xalloc.h"
 
 struct offload {
@@ -47,8 +49,9 @@ static void on_woken(evutil_socket_t fd, short what, void *data)
 	finish(arg);
 }
 
-bool offload_run(struct event_base *base, void (*work)(void *arg), void (*done)(void *arg),
-		 void *arg)
+/* False with errno when no thread could start (nothing ran). */
+static bool start_thread(struct event_base *base, void (*work)(void *arg), void (*done)(void *arg),
+			 void *arg)
 {
 	struct offload *job = xcalloc(1, sizeof *job);
 	*job = (struct offload){.work = work, .done = done, .arg = arg};
@@ -73,4 +76,15 @@ bool offload_run(struct event_base *base, void (*work)(void *arg), void (*done)(
 		return false;
 	}
 	return true;
+}
+
+void offload_run(struct event_base *base, const char *what, void (*work)(void *arg),
+		 void (*done)(void *arg), void *arg)
+{
+	if (start_thread(base, work, done, arg))
+		return;
+	log_msg(LOG_LEVEL_WARNING, "%s: no thread (%s): it runs on the loop", what,
+		strerror(errno));
+	work(arg);
+	done(arg);
 }

@@ -9,9 +9,10 @@
 struct event_base;
 
 /* Runs work(arg) on a new thread (which takes no signal), then done(arg)
- * on `base`'s loop. False with errno when no thread could start: nothing
- * ran, the caller decides. */
-bool offload_run(struct event_base *base, void (*work)(void *arg), void (*done)(void *arg),
-		 void *arg);
+ * on `base`'s loop. When no thread can start, both run at once on the
+ * loop, logged as a warning naming `what` ("freeze: the sync"): slow is
+ * better than not at all. */
+void offload_run(struct event_base *base, const char *what, void (*work)(void *arg),
+		 void (*done)(void *arg), void *arg);
 
 #endif

@@ -253,12 +253,7 @@ static void start_round(struct event_base *base, struct waiter *waiters)
 	}
 	running = round;
 	protected_warm(); /* what the thread's cgroup lookups read */
-	if (offload_run(base, scan_work, scan_done, round))
-		return;
-	log_msg(LOG_LEVEL_WARNING, "ports: no thread for the scan (%s): it runs on the loop",
-		strerror(errno));
-	scan(round);
-	scanned(round);
+	offload_run(base, "ports: the scan", scan_work, scan_done, round);
 }
 
 void ports_list(struct event_base *base, ports_done_fn done, void *arg)

@@ -10,27 +10,14 @@ import time
 import pytest
 
 from conftest import assert_error, wait_for
+from test_cgroups import cgroup2_mount, own_cgroup2
 
 COUNTER = "i=0; while :; do i=$((i+1)); echo $i > {path}; sleep 0.02; done"
 
 
-def cgroup2_mount():
-    """/sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid one."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[fields.index("-") + 1] == "cgroup2":
-                return fields[4]
-    return None
-
-
 def cgroup_dir(pid):
-    mount = cgroup2_mount()
-    with open(f"/proc/{pid}/cgroup") as f:
-        for line in f:
-            if line.startswith("0::") and mount:
-                return mount + line[3:].strip()
-    return None
+    mount, own = cgroup2_mount(), own_cgroup2(pid)
+    return mount + own if mount and own else None
 
 
 def events(directory):

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import wait_for
 from exec_helpers import box, cleanup, proc, start_bg, wait_exited  # noqa: F401 (box is a fixture)
+from test_cgroups import cgroup2_mount
 
 # A listener that says where it listens: "PID PORT" in a file of its own
 # beside it (announce.PID, made whole by a rename). Not on stdout: the log
@@ -107,20 +108,11 @@ def test_a_commands_listeners_name_it(box):
              what="the listeners to go")
 
 
-def v2_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[fields.index("-") + 1] == "cgroup2":
-                return fields[4]
-    return None
-
-
 def test_a_listener_in_a_cgroup_below_the_commands(box):
     """A command may make cgroups below its own (a container runtime, a
     service manager): what runs there is still the command's."""
     script = write_listener(box)
-    mount = v2_mount()
+    mount = cgroup2_mount()
     probe = start_bg(box, "sed -n 's/^0:://p' /proc/self/cgroup")
     wait_exited(box, probe)
     with open(proc(box, probe)["logPath"]) as f:
@@ -272,7 +264,7 @@ def fake_cgroups():
     """A cgroup v2 dir of the test's own, for stand-in containers: a process
     in .../docker-<64 hex>.scope is in a container as Docker's systemd
     driver makes them."""
-    mount = v2_mount()
+    mount = cgroup2_mount()
     if os.geteuid() != 0 or not mount or not shutil.which("unshare"):
         pytest.skip("needs root, cgroup v2 and unshare")
     top = os.path.join(mount, f"boxd-test-ports-{random_tokens.token_hex(4)}")
