@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -367,13 +368,46 @@ static void handle_stop(struct shim *shim, const char *payload, size_t length)
 		shim_stop(shim, number, grace < 0 ? 0 : grace);
 }
 
+/* The end of the command's input: the pipe's last writer the shim holds
+ * goes (boxd's copies are closed by boxd); a terminal gets its end-of-file
+ * character, which a reading program sees as the end of its input. */
+static void close_input(struct shim *shim)
+{
+	if (shim->input_fd < 0)
+		return;
+	if (shim->pty_fd >= 0) {
+		struct termios modes;
+		char eof = tcgetattr(shim->pty_fd, &modes) == 0 ? (char)modes.c_cc[VEOF] : '\x04';
+		ssize_t unused = write(shim->pty_fd, &eof, 1);
+		(void)unused;
+		return;
+	}
+	close(shim->input_fd);
+	shim->input_fd = -1;
+}
+
+/* "SIGNAL" from boxd (SHIM_MSG_SIGNAL): once, no SIGKILL after. */
+static void handle_signal(struct shim *shim, const char *name)
+{
+	int number = signal_number(name);
+	if (number <= 0)
+		return;
+	if (shim->pty_fd >= 0)
+		terminal_signal(shim, number);
+	else
+		run_signal_tree(shim, number);
+}
+
 /* What a client asked of the loop itself (shim-socket.c only parses). */
 static void handle_request(struct shim *shim, const struct shim_request *request)
 {
-	if (request->kind == SHIM_MSG_STOP)
-		handle_stop(shim, request->payload, request->length);
-	else if (request->kind == SHIM_MSG_SECRETS)
-		output_set_secrets(shim, request->payload, request->length);
+	switch (request->kind) {
+	case SHIM_MSG_STOP: handle_stop(shim, request->payload, request->length); break;
+	case SHIM_MSG_SECRETS: output_set_secrets(shim, request->payload, request->length); break;
+	case SHIM_MSG_CLOSE_STDIN: close_input(shim); break;
+	case SHIM_MSG_RESIZE: terminal_resize(shim, request->payload); break;
+	case SHIM_MSG_SIGNAL: handle_signal(shim, request->payload); break;
+	}
 }
 
 static void loop(struct shim *shim, int signal_fd)
@@ -540,6 +574,8 @@ static bool start(struct shim *shim)
 		.cgroup = shim->job.v2_dir,
 		.pids_cgroup = shim->job.pids_dir,
 		.background = shim->spec.background,
+		.pty = shim->spec.pty_cols != 0,
+		.stdin_stream = shim->spec.stdin_stream,
 		.started_at = shim->started_at,
 		.timeout_ms = shim->spec.timeout_ms,
 		.pid = shim->pid,
@@ -681,7 +717,12 @@ int main(int argc, char **argv)
 	if (made) /* ps shows a spare as one, not as the maker */
 		argv[1][strlen("--spare")] = '\0';
 	struct shim *shim = &shim_state;
-	*shim = (struct shim){.stdin_fd = -1, .listen_fd = -1, .guard_fd = -1, .channel = -1};
+	*shim = (struct shim){.stdin_fd = -1,
+			      .input_fd = -1,
+			      .pty_fd = -1,
+			      .listen_fd = -1,
+			      .guard_fd = -1,
+			      .channel = -1};
 	shim->log.fd = -1;
 	prepare_init(shim);
 	shim->prep.guard_filter = made_filter; /* NULL: prepare() compiles it */

@@ -33,23 +33,7 @@ static void capture_add(struct shim_capture *c, const char *data, size_t length)
 	c->head_length += to_head;
 	data += to_head;
 	length -= to_head;
-	if (length >= c->half) { /* only the newest `half` bytes matter */
-		data += length - c->half;
-		length = c->half;
-	}
-	while (length) {
-		size_t end = (c->tail_start + c->tail_length) % c->half;
-		size_t room = c->half - end;
-		size_t n = length < room ? length : room;
-		memcpy(c->tail + end, data, n);
-		data += n;
-		length -= n;
-		if (c->tail_length + n > c->half) {
-			c->tail_start = (c->tail_start + c->tail_length + n - c->half) % c->half;
-			c->tail_length = c->half;
-		} else
-			c->tail_length += n;
-	}
+	ring_add(&c->tail, data, length);
 }
 
 struct delivery {
@@ -62,6 +46,7 @@ static void output_deliver(void *context, const char *data, size_t length)
 	struct delivery *d = context;
 	log_file_write(&d->shim->log, data, length);
 	capture_add(&d->stream->capture, data, length);
+	ring_add(&d->shim->replay, data, length);
 	socket_broadcast(d->shim, d->stream->kind, data, length);
 }
 
@@ -83,7 +68,8 @@ static void stream_init(struct shim *shim, struct shim_stream *s, struct deliver
 	s->capture.half = shim->spec.max_output_bytes / 2;
 	if (s->capture.half) {
 		s->capture.head = xmalloc(s->capture.half);
-		s->capture.tail = xmalloc(s->capture.half);
+		s->capture.tail = (struct shim_ring){.data = xmalloc(s->capture.half),
+						     .size = s->capture.half};
 	}
 	s->masker = mask_stream_new(secrets, output_deliver, d);
 }
@@ -131,6 +117,8 @@ bool output_read(struct shim *shim, struct shim_stream *stream)
 	ssize_t n = read(stream->fd, buffer, sizeof buffer);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return true;
+	/* A terminal's master reads EIO once no process holds its slave: the
+	 * end of its output, as EOF is a pipe's. */
 	if (n <= 0) {
 		close(stream->fd);
 		stream->fd = -1;
@@ -143,7 +131,7 @@ bool output_read(struct shim *shim, struct shim_stream *stream)
 
 static bool capture_truncated(const struct shim_capture *c)
 {
-	return c->total > c->head_length + c->tail_length;
+	return c->total > c->head_length + c->tail.length;
 }
 
 bool output_truncated(const struct shim *shim)
@@ -164,22 +152,15 @@ struct capture_text {
 static void capture_text(struct shim *shim, const struct shim_capture *c, struct capture_text *t)
 {
 	*t = (struct capture_text){0};
-	t->tail_copy = xmalloc(c->tail_length + 1);
-	size_t first = c->half - c->tail_start;
-	if (first > c->tail_length)
-		first = c->tail_length;
-	if (c->tail_length) {
-		memcpy(t->tail_copy, c->tail + c->tail_start, first);
-		memcpy(t->tail_copy + first, c->tail, c->tail_length - first);
-	}
+	t->tail_copy = ring_copy(&c->tail);
 	t->head = c->head;
 	t->head_length = c->head_length;
 	t->tail = t->tail_copy;
-	t->tail_length = c->tail_length;
+	t->tail_length = c->tail.length;
 	if (capture_truncated(c)) {
 		size_t head = utf8_prefix_length(c->head, c->head_length);
-		size_t skip = utf8_skip_partial(t->tail_copy, c->tail_length);
-		uint64_t omitted = c->total - head - (c->tail_length - skip);
+		size_t skip = utf8_skip_partial(t->tail_copy, c->tail.length);
+		uint64_t omitted = c->total - head - (c->tail.length - skip);
 		t->marker = xasprintf("\n[... %" PRIu64
 				      " bytes omitted; the whole output is in %s ...]\n",
 				      omitted, shim->log.path);
@@ -226,9 +207,9 @@ bool output_captures(struct shim *shim, size_t limit, char *texts[2], size_t len
 {
 	const struct shim_capture *captures[2] = {&shim->out.capture, &shim->err.capture};
 	/* Both halves of both streams bound what the texts can take. */
-	if (!shim->spec.max_output_bytes || captures[0]->head_length + captures[0]->tail_length +
+	if (!shim->spec.max_output_bytes || captures[0]->head_length + captures[0]->tail.length +
 							    captures[1]->head_length +
-							    captures[1]->tail_length >
+							    captures[1]->tail.length >
 						    limit)
 		return false;
 	struct capture_text t[2];

@@ -85,10 +85,17 @@ child_run(struct shim *shim, int report, int guard_channel, int fds[3], int scri
 		join.pids_dir = NULL; /* a seed joined it ahead */
 	if (!cgroup_job_join(&join) && (join.v2_dir || join.pids_dir))
 		child_fail(report, "internal", "cannot join the command's cgroup", errno);
-	setpgid(0, 0);
+	/* A terminal's command leads a session of its own, the terminal its
+	 * controlling one (setsid there: a group leader could not); any other
+	 * a process group, so signals reach its whole job. */
+	bool terminal = spec->pty_cols != 0;
+	if (!terminal)
+		setpgid(0, 0);
 	for (int i = 0; i < 3; i++)
 		if (dup2(fds[i], i) < 0)
 			child_fail(report, "internal", "cannot set up stdio", errno);
+	if (terminal && !terminal_adopt_in_child())
+		child_fail(report, "internal", "cannot make the terminal the command's own", errno);
 	if (dup2(script, 3) < 0)
 		child_fail(report, "internal", "cannot pass the command text", errno);
 	/* Everything above fd 3 goes at exec, the report pipe included. */
@@ -235,7 +242,8 @@ static void __attribute__((noreturn)) seed_main(struct shim *shim, int socket, p
 	int script = make_script(spec.cmd);
 	if (script < 0)
 		child_fail(p->report[1], "internal", "cannot pass the command text", errno);
-	int fds[3] = {spec.stdin_data ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+	int fds[3] = {spec.stdin_data || spec.stdin_stream ? p->in[0] : p->null_fd, p->out[1],
+		      p->err[1]};
 	child_run(shim, p->report[1], guarded ? -1 : p->guard[1], fds, script, true);
 }
 
@@ -467,13 +475,29 @@ static pid_t fork_command(struct shim *shim)
 	int script = make_script(shim->spec.cmd);
 	if (script < 0)
 		return -1;
+	/* A terminal is made once, for the first child (a second one, after
+	 * a first that died before its exec, gets the same). */
+	int slave = -1;
+	if (shim->spec.pty_cols && shim->pty_fd < 0 && !terminal_open(shim, &slave)) {
+		int saved = errno;
+		close(script);
+		errno = saved;
+		return -1;
+	}
+	if (shim->pty_fd >= 0 && slave < 0)
+		slave = open(ptsname(shim->pty_fd), O_RDWR | O_NOCTTY | O_CLOEXEC);
 	pid_t pid = spawn_child(shim);
 	if (pid == 0) {
-		int fds[3] = {shim->spec.stdin_data ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+		bool piped = shim->spec.stdin_data || shim->spec.stdin_stream;
+		int fds[3] = {piped ? p->in[0] : p->null_fd, p->out[1], p->err[1]};
+		if (slave >= 0)
+			fds[0] = fds[1] = fds[2] = slave;
 		child_run(shim, p->report[1], p->guard[1], fds, script, false);
 	}
 	int saved = errno;
 	close(script);
+	if (slave >= 0)
+		close(slave); /* the master reads EIO once the command's copies go */
 	errno = saved;
 	return pid;
 }
@@ -556,6 +580,7 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 {
 	struct shim_prepared *p = &shim->prep;
 	bool with_stdin = shim->spec.stdin_data != NULL;
+	bool terminal = shim->spec.pty_cols != 0;
 	pid_t pid;
 	if (shim->seeded) {
 		/* The seed has the spec too and is on its way to exec. */
@@ -579,13 +604,28 @@ bool run_start(struct shim *shim, char *code, size_t code_size, char *error, siz
 	p->out[0] = p->err[0] = -1;
 	if (with_stdin)
 		shim->stdin_fd = p->in[1];
+	else if (shim->spec.stdin_stream && !terminal)
+		shim->input_fd = p->in[1];
 	else
 		close(p->in[1]);
 	p->in[1] = -1;
+	if (terminal && shim->pty_fd >= 0) {
+		/* One stream, the terminal's: its output is read from a copy of
+		 * the master (reading ends at EIO, closing it), while the
+		 * master itself stays for input, size and signals. */
+		close(shim->out.fd);
+		close(shim->err.fd);
+		shim->err.fd = -1;
+		shim->out.fd = fcntl(shim->pty_fd, F_DUPFD_CLOEXEC, 3);
+		shim->input_fd = shim->pty_fd;
+	}
 	fcntl(shim->out.fd, F_SETFL, O_NONBLOCK);
-	fcntl(shim->err.fd, F_SETFL, O_NONBLOCK);
+	if (shim->err.fd >= 0)
+		fcntl(shim->err.fd, F_SETFL, O_NONBLOCK);
 	if (shim->stdin_fd >= 0)
 		fcntl(shim->stdin_fd, F_SETFL, O_NONBLOCK);
+	if (shim->input_fd >= 0)
+		fcntl(shim->input_fd, F_SETFL, O_NONBLOCK);
 	return ok;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "exit-record.h"
+#include "fd-passing.h"
 #include "shim-protocol.h"
 #include "shim.h"
 #include "text.h"
@@ -70,7 +71,7 @@ void socket_accept(struct shim *shim)
 		if (shim->clients[i].fd < 0) {
 			shim->clients[i] = (struct shim_client){.fd = fd};
 			if (shim->recorded)
-				socket_send_exit(shim);
+				socket_send_exit_to(shim, &shim->clients[i]);
 			return;
 		}
 	close(fd);
@@ -80,6 +81,61 @@ static void client_drop(struct shim_client *client)
 {
 	close(client->fd);
 	client->fd = -1;
+}
+
+static bool send_message(struct shim_client *client, char kind, const char *data, size_t length);
+
+/* Sends a message that must arrive (a replay, an exit): waits for room a
+ * moment when the client's buffer is full. */
+static bool send_surely(struct shim_client *client, char kind, const char *data, size_t length)
+{
+	if (send_message(client, kind, data, length))
+		return true;
+	struct pollfd room = {.fd = client->fd, .events = POLLOUT};
+	return client->fd >= 0 && errno == EAGAIN && poll(&room, 1, 1000) == 1 &&
+	       send_message(client, kind, data, length);
+}
+
+/* The terminal's recent output, then the live output: nothing is written
+ * between the two (the loop is this thread), so nothing is seen twice or
+ * missed. What cannot be sent counts as lost, as live output does. */
+static void send_replay(struct shim *shim, struct shim_client *client)
+{
+	char *kept = ring_copy(&shim->replay);
+	size_t length = shim->replay.length;
+	for (size_t at = 0; at < length && client->fd >= 0;) {
+		size_t n = length - at;
+		if (n > SHIM_MESSAGE_MAX - 1)
+			n = SHIM_MESSAGE_MAX - 1;
+		if (client->lost || !send_surely(client, SHIM_MSG_REPLAYED, kept + at, n))
+			client->lost += n;
+		at += n;
+	}
+	explicit_bzero(kept, length);
+	free(kept);
+	client->subscribed = client->fd >= 0;
+	shim->held_until = 0;
+}
+
+/* A copy of the command's input for boxd to write into, or why not. */
+static void send_input(struct shim *shim, struct shim_client *client)
+{
+	if (shim->input_fd < 0 || shim->recorded) {
+		const char *why = shim->recorded ? "ended the command has ended"
+				  : shim->spec.stdin_stream || shim->pty_fd >= 0
+					  ? "closed the command's stdin is closed"
+					  : "none the command was started without an open stdin "
+					    "(stdin stream or pty)";
+		send_message(client, SHIM_MSG_FAILED, why, strlen(why));
+		return;
+	}
+	const char *kind = shim->pty_fd >= 0 ? "pty" : "pipe";
+	char message[8];
+	message[0] = SHIM_MSG_INPUT_FD;
+	memcpy(message + 1, kind, strlen(kind));
+	if (!fd_passing_send_message(client->fd, shim->input_fd, message, 1 + strlen(kind),
+				     MSG_DONTWAIT | MSG_NOSIGNAL))
+		client_drop(client);
 }
 
 bool socket_read(struct shim *shim, int index, struct shim_request *request)
@@ -106,8 +162,13 @@ bool socket_read(struct shim *shim, int index, struct shim_request *request)
 		client->subscribed = true;
 		shim->held_until = 0;
 		break;
+	case SHIM_MSG_REPLAY: send_replay(shim, client); break;
+	case SHIM_MSG_INPUT_FD: send_input(shim, client); break;
 	case SHIM_MSG_STOP:
 	case SHIM_MSG_SECRETS:
+	case SHIM_MSG_CLOSE_STDIN:
+	case SHIM_MSG_RESIZE:
+	case SHIM_MSG_SIGNAL:
 		*request = (struct shim_request){message[0], xmalloc((size_t)n), (size_t)n - 1};
 		memcpy(request->payload, message + 1, (size_t)n - 1);
 		request->payload[n - 1] = '\0';
@@ -166,22 +227,17 @@ void socket_broadcast(struct shim *shim, char kind, const char *data, size_t len
 	}
 }
 
+void socket_send_exit_to(struct shim *shim, struct shim_client *client)
+{
+	if (client->lost)
+		send_lost(client);
+	/* The exit notice must arrive: wait briefly for room if needed. */
+	send_surely(client, SHIM_MSG_EXIT, shim->exit_notice, shim->exit_notice_length);
+}
+
 void socket_send_exit(struct shim *shim)
 {
-	for (int i = 0; i < SHIM_MAX_CLIENTS; i++) {
-		struct shim_client *client = &shim->clients[i];
-		if (client->fd < 0)
-			continue;
-		if (client->lost)
-			send_lost(client);
-		/* The exit notice must arrive: wait briefly for room if needed. */
-		if (!send_message(client, SHIM_MSG_EXIT, shim->exit_notice,
-				  shim->exit_notice_length) &&
-		    errno == EAGAIN) {
-			struct pollfd room = {.fd = client->fd, .events = POLLOUT};
-			if (poll(&room, 1, 1000) == 1)
-				send_message(client, SHIM_MSG_EXIT, shim->exit_notice,
-					     shim->exit_notice_length);
-		}
-	}
+	for (int i = 0; i < SHIM_MAX_CLIENTS; i++)
+		if (shim->clients[i].fd >= 0)
+			socket_send_exit_to(shim, &shim->clients[i]);
 }

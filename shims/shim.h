@@ -17,13 +17,22 @@
 
 struct mask_stream;
 
+/* The newest `size` bytes of a stream (shim-ring.c). */
+struct shim_ring {
+	char *data; /* NULL: nothing kept */
+	size_t size, start, length;
+};
+/* Keeps the newest of `data`, dropping the oldest past the size. */
+void ring_add(struct shim_ring *ring, const char *data, size_t length);
+/* What the ring holds, oldest first, as one piece (caller frees; NUL after). */
+char *ring_copy(const struct shim_ring *ring);
+
 /* First and last halves of one stream, for a foreground result. */
 struct shim_capture {
 	size_t half; /* bytes kept at each end; 0: capture nothing */
 	char *head;
 	size_t head_length;
-	char *tail; /* a ring of `half` bytes */
-	size_t tail_length, tail_start;
+	struct shim_ring tail; /* of `half` bytes */
 	uint64_t total;
 };
 
@@ -83,6 +92,12 @@ struct shim {
 	struct shim_log log;
 	int stdin_fd; /* write end while stdin text is pending, else -1 */
 	size_t stdin_written;
+	/* The command's input while it is open, else -1: the write end of the
+	 * stdin pipe (stdin stream) or the terminal's master (pty_fd). boxd
+	 * writes into a dup of it (SHIM_MSG_INPUT_FD). */
+	int input_fd;
+	int pty_fd;              /* the terminal's master, -1 without one */
+	struct shim_ring replay; /* the terminal's newest output (no data without one) */
 	int listen_fd;
 	struct shim_client clients[SHIM_MAX_CLIENTS];
 	int guard_fd;        /* seccomp notification fd, -1 without */
@@ -164,6 +179,17 @@ char *output_mask_text(const char *text);
 /* Marks the capture truncated (for the exit record). */
 bool output_truncated(const struct shim *shim);
 
+/* shim-terminal.c: the pseudo-terminal of a command started with one. */
+/* Opens the master and its slave at the spec's size; false with errno. */
+bool terminal_open(struct shim *shim, int *slave);
+/* In the command's child, stdio already on the slave: a session of its
+ * own with the slave as its controlling terminal. */
+bool terminal_adopt_in_child(void);
+/* "COLS ROWS" from boxd: the new size (SIGWINCH goes out by itself). */
+void terminal_resize(struct shim *shim, const char *payload);
+/* A signal to the terminal's foreground process group, as a key would. */
+void terminal_signal(struct shim *shim, int signal);
+
 /* shim-log.c */
 void log_file_open(struct shim_log *log, const char *path, uint64_t cap);
 void log_file_write(struct shim_log *log, const char *data, size_t length);
@@ -174,7 +200,7 @@ bool socket_listen(struct shim *shim, char *error, size_t error_size);
 void socket_accept(struct shim *shim);
 /* A client's message that the main loop acts on: a stop or new secrets. */
 struct shim_request {
-	char kind;     /* SHIM_MSG_STOP or SHIM_MSG_SECRETS */
+	char kind;     /* SHIM_MSG_STOP, _SECRETS, _CLOSE_STDIN, _RESIZE or _SIGNAL */
 	char *payload; /* NUL-terminated; wiped by shim_request_free */
 	size_t length;
 };
@@ -185,6 +211,7 @@ bool socket_read(struct shim *shim, int index, struct shim_request *request);
 void shim_request_free(struct shim_request *request);
 void socket_broadcast(struct shim *shim, char kind, const char *data, size_t length);
 void socket_send_exit(struct shim *shim);
+void socket_send_exit_to(struct shim *shim, struct shim_client *client);
 
 /* shim-guard.c */
 /* Compiles the seccomp filter ahead (a spare shim does, while it waits), so

@@ -122,6 +122,44 @@ static bool parse_integer(struct api_request *req, const cJSON *body, const char
 	return true;
 }
 
+/* "stdin": a text fed then closed, or {"stream": true}: kept open. */
+static bool parse_stdin(struct api_request *req, const cJSON *item, struct exec_request *r)
+{
+	if (!item || cJSON_IsNull(item))
+		return true;
+	if (cJSON_IsString(item)) {
+		r->stdin_length = strlen(item->valuestring);
+		r->stdin_data = xstrdup(item->valuestring);
+		return true;
+	}
+	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(item, "stream");
+	if (!cJSON_IsObject(item) || !cJSON_IsBool(stream) || cJSON_GetArraySize(item) != 1) {
+		api_reply_bad_request(req, "stdin must be a string, or {\"stream\": true} to keep "
+					   "it open (POST /v1/exec/{id}/stdin)");
+		return false;
+	}
+	r->stdin_stream = cJSON_IsTrue(stream);
+	return true;
+}
+
+/* "pty": {"cols": C, "rows": R}: the command runs on a terminal that size. */
+static bool parse_pty(struct api_request *req, const cJSON *item, struct exec_request *r)
+{
+	if (!item || cJSON_IsNull(item))
+		return true;
+	const cJSON *cols = cJSON_GetObjectItemCaseSensitive(item, "cols");
+	const cJSON *rows = cJSON_GetObjectItemCaseSensitive(item, "rows");
+	const char *why = exec_terminal_size_check(cols, rows);
+	if (!cJSON_IsObject(item) || why) {
+		api_reply_bad_request(req, "pty must be {\"cols\": C, \"rows\": R}: %s",
+				      why ? why : "an object");
+		return false;
+	}
+	r->pty_cols = (unsigned)cols->valuedouble;
+	r->pty_rows = (unsigned)rows->valuedouble;
+	return true;
+}
+
 static struct exec_request *parse_request(struct api_request *req)
 {
 	cJSON *body = api_body_json(req);
@@ -136,9 +174,6 @@ static struct exec_request *parse_request(struct api_request *req)
 	bool ok = true;
 	if (!cJSON_IsString(cmd) || !cmd->valuestring[strspn(cmd->valuestring, " \t\r\n")]) {
 		api_reply_bad_request(req, "cmd is required: a non-empty string of bash");
-		ok = false;
-	} else if (stdin_item && !cJSON_IsString(stdin_item) && !cJSON_IsNull(stdin_item)) {
-		api_reply_bad_request(req, "stdin must be a string");
 		ok = false;
 	} else if (background && !cJSON_IsBool(background)) {
 		api_reply_bad_request(req, "background must be true or false");
@@ -165,6 +200,8 @@ static struct exec_request *parse_request(struct api_request *req)
 				      "docs/confinement.md); leave it out to run without a cap");
 		ok = false;
 	}
+	ok = ok && parse_stdin(req, stdin_item, r);
+	ok = ok && parse_pty(req, cJSON_GetObjectItemCaseSensitive(body, "pty"), r);
 	ok = ok && parse_cwd(req, cJSON_GetObjectItemCaseSensitive(body, "cwd"), r);
 	ok = ok && parse_user(req, cJSON_GetObjectItemCaseSensitive(body, "user"), r);
 	ok = ok && parse_env(req, cJSON_GetObjectItemCaseSensitive(body, "env"), r);
@@ -173,11 +210,6 @@ static struct exec_request *parse_request(struct api_request *req)
 		return NULL;
 	}
 	r->cmd = xstrdup(cmd->valuestring);
-	const char *stdin_text = cJSON_GetStringValue(stdin_item);
-	if (stdin_text) {
-		r->stdin_length = strlen(stdin_text);
-		r->stdin_data = xstrdup(stdin_text);
-	}
 	r->timeout_ms = (int64_t)timeout * 1000;
 	r->max_output_bytes = (size_t)max_output;
 	r->memory_max_bytes = (uint64_t)memory_max;

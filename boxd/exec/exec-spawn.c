@@ -414,12 +414,13 @@ static bool alive(int channel)
 
 /* Sends the spec to the seed, if it was made for `prepared` = `id`, then to
  * the shim, saying whether the seed has it; false when the shim is gone. */
-static bool hand_over(int channel, int seed, const char *prepared, const char *id, int spec_fd)
+static bool hand_over(int channel, int seed, const char *prepared, const char *id, int spec_fd,
+		      bool seedable)
 {
 	/* The seed sits in the cgroups made for its id: only that very id goes
 	 * to it, first, so it is on its way to exec while the shim wakes. A
 	 * seed gone (or never made) leaves the start to the shim. */
-	bool seeded = seed >= 0 && !strcmp(prepared, id) && alive(channel) &&
+	bool seeded = seedable && seed >= 0 && !strcmp(prepared, id) && alive(channel) &&
 		      fd_passing_send(seed, spec_fd, SHIM_MSG_SPEC, MSG_DONTWAIT);
 	return fd_passing_send(channel, spec_fd, seeded ? SHIM_MSG_SPEC_SEEDED : SHIM_MSG_SPEC,
 			       MSG_DONTWAIT);
@@ -427,7 +428,7 @@ static bool hand_over(int channel, int seed, const char *prepared, const char *i
 
 /* Hands the spec to a spare: the one claimed for `id`, else any free one
  * (it then makes what it needs for `id` itself). -1 when none is left. */
-static int spare_take(const char *id, int spec_fd)
+static int spare_take(const char *id, int spec_fd, bool seedable)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < SPARES; i++) {
@@ -441,7 +442,7 @@ static int spare_take(const char *id, int spec_fd)
 			int channel = spare->channel, seed = spare->seed;
 			spare->seed = -1;
 			spare_clear(spare);
-			bool given = hand_over(channel, seed, prepared, id, spec_fd);
+			bool given = hand_over(channel, seed, prepared, id, spec_fd, seedable);
 			if (seed >= 0)
 				close(seed);
 			if (given)
@@ -451,9 +452,9 @@ static int spare_take(const char *id, int spec_fd)
 	return -1;
 }
 
-int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size)
+int exec_spawn(const char *id, int spec_fd, bool seedable, char *error, size_t error_size)
 {
-	int channel = spare_take(id, spec_fd);
+	int channel = spare_take(id, spec_fd, seedable);
 	exec_spawn_refill(REFILL_AFTER_TAKE_MS);
 	if (channel >= 0)
 		return channel;
@@ -464,7 +465,7 @@ int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size)
 		text_fail(error, error_size, "cannot start %s: %s", shim_program, strerror(errno));
 		return -1;
 	}
-	bool given = hand_over(channel, seed, id, id, spec_fd);
+	bool given = hand_over(channel, seed, id, id, spec_fd, seedable);
 	close(seed);
 	if (!given) {
 		text_fail(error, error_size, "cannot pass the command to its shim: %s",

@@ -28,8 +28,10 @@ char *exec_spawn_claim(bool background);
 /* Hands the spec in `spec_fd` to the spare claimed for `id` (or to another,
  * or to a shim started now). Returns the channel, on which the shim answers
  * (shim-protocol.h) and which is boxd's connection to it from then on; -1
- * with a sentence on failure. */
-int exec_spawn(const char *id, int spec_fd, char *error, size_t error_size);
+ * with a sentence on failure. `seedable` false: the spare's seed (forked
+ * ahead, its stdio set) cannot run this command (a terminal's needs a
+ * session and stdio of its own), and the shim forks it instead. */
+int exec_spawn(const char *id, int spec_fd, bool seedable, char *error, size_t error_size);
 /* Makes the missing spares in `delay_ms`, once the loop has nothing else to
  * do (0: as soon as it has not). */
 void exec_spawn_refill(int delay_ms);

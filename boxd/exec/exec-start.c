@@ -151,6 +151,8 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 	push_env(&spec->env, &spec->env_count, xasprintf("LOGNAME=%s", r->user));
 	push_env(&spec->env, &spec->env_count, xstrdup("SHELL=/bin/bash"));
 	push_env(&spec->env, &spec->env_count, xstrdup("LANG=C.UTF-8"));
+	if (r->pty_cols) /* the contract's; a request's own TERM still wins */
+		push_env(&spec->env, &spec->env_count, xstrdup("TERM=xterm-256color"));
 	if (config->display)
 		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
 	init_env_foreach(add_init_env, spec);
@@ -194,6 +196,9 @@ static void fill_spec(struct shim_spec *spec, const struct exec_request *r, cons
 		memcpy(spec->groups, r->groups, r->group_count * sizeof *spec->groups);
 		spec->group_count = r->group_count;
 	}
+	spec->stdin_stream = r->stdin_stream;
+	spec->pty_cols = r->pty_cols;
+	spec->pty_rows = r->pty_rows;
 	if (r->stdin_data) {
 		spec->stdin_data = xmalloc(r->stdin_length + 1);
 		memcpy(spec->stdin_data, r->stdin_data, r->stdin_length);
@@ -319,7 +324,7 @@ static bool spawn_shim(struct exec_start *start, const struct shim_spec *spec, c
 	if (spec_fd < 0)
 		return text_fail(error, error_size, "cannot pass the command to its shim: %s",
 				 strerror(errno));
-	start->channel = exec_spawn(start->id, spec_fd, error, error_size);
+	start->channel = exec_spawn(start->id, spec_fd, spec->pty_cols == 0, error, error_size);
 	close(spec_fd);
 	if (start->channel < 0)
 		return false;

@@ -70,7 +70,8 @@ static void on_input(evutil_socket_t fd, short what, void *arg)
 			stream_ended(stream, message + 1, n > 0 ? (size_t)n - 1 : 0);
 			return;
 		}
-		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR) {
+		if (message[0] == SHIM_MSG_STDOUT || message[0] == SHIM_MSG_STDERR ||
+		    message[0] == SHIM_MSG_REPLAYED) {
 			stream->received += (size_t)n - 1;
 			stream->callbacks->output(stream->arg, message[0] == SHIM_MSG_STDERR,
 						  message + 1, (size_t)n - 1);
@@ -80,12 +81,13 @@ static void on_input(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-struct exec_stream *exec_subscribe(struct exec_job *job,
-				   const struct exec_stream_callbacks *callbacks, void *arg)
+/* `how`: SHIM_MSG_SUBSCRIBE, or SHIM_MSG_REPLAY for the terminal's recent
+ * output first. */
+static struct exec_stream *subscribe(struct exec_job *job, char how,
+				     const struct exec_stream_callbacks *callbacks, void *arg)
 {
 	int fd = exec_connect(job);
-	char subscribe = SHIM_MSG_SUBSCRIBE;
-	if (fd < 0 || send(fd, &subscribe, 1, MSG_NOSIGNAL) != 1) {
+	if (fd < 0 || send(fd, &how, 1, MSG_NOSIGNAL) != 1) {
 		if (fd >= 0)
 			close(fd);
 		exec_job_ended(job); /* the shim is gone already: its record says how */
@@ -99,6 +101,35 @@ struct exec_stream *exec_subscribe(struct exec_job *job,
 	stream->input = event_new(exec_loop(), fd, EV_READ | EV_PERSIST, on_input, stream);
 	event_add(stream->input, NULL);
 	return stream;
+}
+
+struct exec_stream *exec_subscribe(struct exec_job *job,
+				   const struct exec_stream_callbacks *callbacks, void *arg)
+{
+	return subscribe(job, SHIM_MSG_SUBSCRIBE, callbacks, arg);
+}
+
+struct exec_stream *exec_attach(struct exec_job *job, const struct exec_stream_callbacks *callbacks,
+				void *arg)
+{
+	return subscribe(job, SHIM_MSG_REPLAY, callbacks, arg);
+}
+
+bool exec_stream_control(struct exec_stream *stream, enum exec_control what, const char *payload)
+{
+	static const char kinds[] = {
+		[EXEC_CONTROL_RESIZE] = SHIM_MSG_RESIZE,
+		[EXEC_CONTROL_SIGNAL] = SHIM_MSG_SIGNAL,
+		[EXEC_CONTROL_CLOSE_STDIN] = SHIM_MSG_CLOSE_STDIN,
+	};
+	char message[64];
+	size_t length = payload ? strlen(payload) : 0;
+	if (length + 1 > sizeof message)
+		return false;
+	message[0] = kinds[what];
+	memcpy(message + 1, payload, length);
+	return send(stream->fd, message, length + 1, MSG_NOSIGNAL | MSG_DONTWAIT) ==
+	       (ssize_t)length + 1;
 }
 
 void exec_stream_pause(struct exec_stream *stream)

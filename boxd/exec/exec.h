@@ -54,6 +54,8 @@ struct exec_request {
 	size_t env_count;
 	char *stdin_data; /* NULL: /dev/null */
 	size_t stdin_length;
+	bool stdin_stream;           /* stdin kept open: POST /v1/exec/{id}/stdin, attach */
+	unsigned pty_cols, pty_rows; /* a pseudo-terminal of this size; 0: none */
 	int64_t timeout_ms;
 	size_t max_output_bytes;
 	uint64_t memory_max_bytes; /* memory.max of the command's cgroup; 0: none */
@@ -172,6 +174,38 @@ struct exec_stream;
  * caller reports its end itself. */
 struct exec_stream *exec_subscribe(struct exec_job *job,
 				   const struct exec_stream_callbacks *callbacks, void *arg);
+/* The same for a client attaching to a command: the terminal's recent
+ * output (SHIM_REPLAY_BYTES at most, held by the shim, so it survives a
+ * restart of boxd) comes first through `output`, then the live output. */
+struct exec_stream *exec_attach(struct exec_job *job, const struct exec_stream_callbacks *callbacks,
+				void *arg);
+/* What an attached client may ask of the command, on its stream:
+ * RESIZE "COLS ROWS" (checked: exec_terminal_size_check), SIGNAL "SIGINT"
+ * (to the terminal's foreground group; without a terminal to the whole
+ * tree, once), CLOSE_STDIN (no payload). False when it cannot be sent. */
+enum exec_control { EXEC_CONTROL_RESIZE, EXEC_CONTROL_SIGNAL, EXEC_CONTROL_CLOSE_STDIN };
+bool exec_stream_control(struct exec_stream *stream, enum exec_control what, const char *payload);
+
+/* NULL when `cols` and `rows` are a terminal size boxd takes (whole
+ * numbers, 1 to 1000 each), else a sentence saying what is wrong. */
+const char *exec_terminal_size_check(const cJSON *cols, const cJSON *rows);
+
+/* A copy of a running command's input, asked of its shim: done() runs
+ * once, later, with `fd` (the caller's, non-blocking: the stdin pipe or
+ * the terminal's master; `terminal` says which) or -1 with the failure
+ * (conflict: no open stdin, or ended) and a sentence (NULL with an fd).
+ * It may run before exec_input returns (NULL then). Writes into a pipe
+ * keep it open: close the copy when done with it. */
+typedef void (*exec_input_fn)(void *arg, int fd, bool terminal, enum failure failure,
+			      const char *error);
+struct exec_input;
+struct exec_input *exec_input(struct exec_job *job, exec_input_fn done, void *arg);
+/* Forgets a pending request: done() does not run. */
+void exec_input_cancel(struct exec_input *input);
+/* Closes the command's stdin (the shim's end of the pipe; on a terminal,
+ * the end-of-file character). False when the shim cannot be reached. */
+bool exec_close_stdin(struct exec_job *job);
+
 /* Stops taking output (the shim counts what it cannot send) until resumed. */
 void exec_stream_pause(struct exec_stream *stream);
 void exec_stream_resume(struct exec_stream *stream);

@@ -22,6 +22,10 @@ static void meta_fields(const struct shim_meta *meta, struct fields_writer *w_ou
 	fields_add_string(&w, "cgroup", meta->cgroup);
 	fields_add_string(&w, "pidsCgroup", meta->pids_cgroup);
 	fields_add_int(&w, "background", meta->background);
+	if (meta->pty)
+		fields_add_int(&w, "pty", 1);
+	if (meta->stdin_stream)
+		fields_add_int(&w, "stdinStream", 1);
 	fields_add_int(&w, "startedAt", meta->started_at);
 	fields_add_int(&w, "timeoutMs", meta->timeout_ms);
 	fields_add_int(&w, "pid", meta->pid);
@@ -98,6 +102,10 @@ bool shim_meta_parse(struct shim_meta *meta, const char *data, size_t length)
 			set_string(&meta->pids_cgroup, v, n);
 		else if (!strcmp(key, "background"))
 			meta->background = fields_int(v, n, 0);
+		else if (!strcmp(key, "pty"))
+			meta->pty = fields_int(v, n, 0) != 0;
+		else if (!strcmp(key, "stdinStream"))
+			meta->stdin_stream = fields_int(v, n, 0) != 0;
 		else if (!strcmp(key, "startedAt"))
 			meta->started_at = fields_int(v, n, 0);
 		else if (!strcmp(key, "timeoutMs"))

@@ -29,6 +29,8 @@ struct shim_meta {
 	char *cgroup;      /* the command's cgroup v2 dir, or NULL */
 	char *pids_cgroup; /* its cgroup v1 pids dir (hybrid hosts), or NULL */
 	bool background;
+	bool pty;           /* it runs on a pseudo-terminal */
+	bool stdin_stream;  /* its stdin is a pipe kept open for boxd */
 	int64_t started_at; /* ms since the epoch */
 	int64_t timeout_ms;
 	int pid; /* the command's shell */

@@ -40,6 +40,24 @@
  *   SHIM_MSG_STOP       "SIGNAL GRACE_MS": signal the whole tree, SIGKILL
  *                       after the grace
  *   SHIM_MSG_SECRETS    the new set of values to mask, NUL-separated
+ *   SHIM_MSG_REPLAY     as SUBSCRIBE, after the terminal's recent output
+ *                       (SHIM_MSG_REPLAYED pieces, oldest first)
+ *   SHIM_MSG_INPUT_FD   asks for the command's input: the shim answers
+ *                       SHIM_MSG_INPUT_FD with a dup of its end of the
+ *                       stdin pipe (stdin stream) or of the terminal's
+ *                       master, passed by SCM_RIGHTS, and the payload "pty"
+ *                       or "pipe"; or SHIM_MSG_FAILED "CODE SENTENCE" when
+ *                       there is none (no stdin stream, stdin closed,
+ *                       the command ended)
+ *   SHIM_MSG_CLOSE_STDIN  closes the shim's end of the stdin pipe (on a
+ *                       terminal: the end-of-file character, ^D)
+ *   SHIM_MSG_RESIZE     "COLS ROWS": the terminal's new size (the kernel
+ *                       sends SIGWINCH to its foreground process group)
+ *   SHIM_MSG_SIGNAL     "SIGNAL": to the terminal's foreground process
+ *                       group (as typing ^C does), or without a terminal
+ *                       to the whole tree, once, with no SIGKILL after
+ * shim -> boxd
+ *   SHIM_MSG_REPLAYED   a piece of the replay, before any live output
  */
 #ifndef BOXD_SHIM_PROTOCOL_H
 #define BOXD_SHIM_PROTOCOL_H
@@ -57,7 +75,20 @@ enum shim_message {
 	SHIM_MSG_SUBSCRIBE = 'S',
 	SHIM_MSG_STOP = 'K',
 	SHIM_MSG_SECRETS = 'M',
+	SHIM_MSG_REPLAY = 'Y',
+	SHIM_MSG_REPLAYED = 'y',
+	SHIM_MSG_INPUT_FD = 'T',
+	SHIM_MSG_CLOSE_STDIN = 'C',
+	SHIM_MSG_RESIZE = 'W',
+	SHIM_MSG_SIGNAL = 'G',
 };
+
+/* A terminal's size, as the API takes it. */
+#define SHIM_PTY_MIN 1
+#define SHIM_PTY_MAX_COLS 1000
+#define SHIM_PTY_MAX_ROWS 1000
+/* The terminal's recent output the shim keeps for a client that attaches. */
+#define SHIM_REPLAY_BYTES (512u << 10)
 
 /* Largest message; output is sent in pieces of at most this less one byte. */
 #define SHIM_MESSAGE_MAX 65536

@@ -34,6 +34,12 @@ static void spec_fields(const struct shim_spec *spec, struct fields_writer *w_ou
 	add_list(&w, "secret", spec->secrets, spec->secret_count);
 	if (spec->stdin_data)
 		fields_add(&w, "stdin", spec->stdin_data, spec->stdin_length);
+	if (spec->stdin_stream)
+		fields_add_int(&w, "stdinStream", 1);
+	if (spec->pty_cols && spec->pty_rows) {
+		fields_add_int(&w, "ptyCols", spec->pty_cols);
+		fields_add_int(&w, "ptyRows", spec->pty_rows);
+	}
 	fields_add_int(&w, "timeoutMs", spec->timeout_ms);
 	fields_add_int(&w, "maxOutputBytes", (int64_t)spec->max_output_bytes);
 	fields_add_int(&w, "background", spec->background);
@@ -111,7 +117,13 @@ static bool take_field(struct shim_spec *s, const char *key, const char *v, size
 		free(s->stdin_data);
 		s->stdin_data = fields_string(v, n);
 		s->stdin_length = n;
-	} else if (!strcmp(key, "timeoutMs"))
+	} else if (!strcmp(key, "stdinStream"))
+		s->stdin_stream = fields_int(v, n, 0) != 0;
+	else if (!strcmp(key, "ptyCols"))
+		s->pty_cols = (unsigned)fields_int(v, n, 0);
+	else if (!strcmp(key, "ptyRows"))
+		s->pty_rows = (unsigned)fields_int(v, n, 0);
+	else if (!strcmp(key, "timeoutMs"))
 		s->timeout_ms = fields_int(v, n, 0);
 	else if (!strcmp(key, "maxOutputBytes"))
 		s->max_output_bytes = (size_t)fields_int(v, n, 0);

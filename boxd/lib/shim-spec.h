@@ -33,6 +33,12 @@ struct shim_spec {
 	size_t secret_count;
 	char *stdin_data; /* NULL: /dev/null */
 	size_t stdin_length;
+	/* stdin stays open as a pipe the shim holds (boxd writes into it
+	 * through SHIM_MSG_INPUT_FD), instead of stdin_data or /dev/null. */
+	bool stdin_stream;
+	/* A pseudo-terminal of this size is the command's stdin, stdout and
+	 * stderr (its controlling terminal); 0: none. */
+	unsigned pty_cols, pty_rows;
 	int64_t timeout_ms;
 	size_t max_output_bytes; /* per stream capture for a foreground result; 0: none */
 	bool background;

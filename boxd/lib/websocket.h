@@ -49,8 +49,8 @@ struct ws_head {
 	enum ws_opcode opcode;
 	bool masked;
 	uint8_t mask[4];
-	uint64_t length;      /* the payload's */
-	size_t head_length;   /* bytes of the head itself */
+	uint64_t length;    /* the payload's */
+	size_t head_length; /* bytes of the head itself */
 };
 
 /* Parses the head at `data`. Returns its length (> 0) when whole, 0 when
@@ -78,7 +78,7 @@ struct ws_message {
 	enum ws_opcode opcode; /* WS_TEXT or WS_BINARY once started; 0 between messages */
 	uint8_t *data;
 	size_t length, capacity;
-	size_t max;   /* a message over this is refused */
+	size_t max; /* a message over this is refused */
 };
 void ws_message_init(struct ws_message *message, size_t max);
 /* Adds a data frame's (unmasked) payload. Returns 1 when `fin` completed
