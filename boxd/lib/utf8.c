@@ -86,3 +86,21 @@ size_t utf8_skip_partial(const char *data, size_t length)
 		i++;
 	return i;
 }
+
+size_t utf8_valid_prefix(const char *data, size_t length)
+{
+	const unsigned char *s = (const unsigned char *)data;
+	size_t i = 0;
+	while (i < length) {
+		/* ASCII runs are most output: skip them without the full check. */
+		if (s[i] >= 0x01 && s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t n = sequence_length(s + i, length - i);
+		if (n == 0)
+			return i;
+		i += n;
+	}
+	return i;
+}

@@ -34,6 +34,16 @@ static void test_utf8(void)
 	CHECK(utf8_prefix_length("ab\xf0\x9f\x98", 5) == 2);
 	CHECK(utf8_prefix_length("abc", 3) == 3);
 	CHECK(utf8_prefix_length("", 0) == 0);
+	/* What a JSON string carries as it is: no invalid byte, no NUL, no
+	 * character cut short. */
+	CHECK(utf8_valid_prefix("ab\xe2\x82\xac", 5) == 5);
+	CHECK(utf8_valid_prefix("ab\xff"
+				"cd",
+				5) == 2);
+	CHECK(utf8_valid_prefix("ab\0cd", 5) == 2);
+	CHECK(utf8_valid_prefix("ab\xe2\x82", 4) == 2);
+	CHECK(utf8_valid_prefix("\xed\xa0\x80", 3) == 0);
+	CHECK(utf8_valid_prefix("", 0) == 0);
 	CHECK(utf8_skip_partial("\x82\xac"
 				"z",
 				3) == 2);
