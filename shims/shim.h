@@ -39,8 +39,10 @@ struct shim_log {
 	uint64_t size; /* current file size */
 	uint64_t cap;
 	uint64_t total; /* bytes of output over the command's life */
+	uint64_t base;  /* where the current file starts in that output */
 	char *error;    /* why the log is incomplete, or NULL */
 	char *path;
+	char *base_path; /* STATE_DIR/log-base, or NULL */
 };
 
 #define SHIM_MAX_CLIENTS 16
@@ -165,7 +167,8 @@ char *output_mask_text(const char *text);
 bool output_truncated(const struct shim *shim);
 
 /* shim-log.c */
-void log_file_open(struct shim_log *log, const char *path, uint64_t cap);
+/* `state_dir` (may be NULL) gets the log-base file at each rotation. */
+void log_file_open(struct shim_log *log, const char *path, uint64_t cap, const char *state_dir);
 void log_file_write(struct shim_log *log, const char *data, size_t length);
 void log_file_close(struct shim_log *log);
 
