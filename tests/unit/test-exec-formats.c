@@ -44,6 +44,10 @@ static void test_utf8(void)
 	CHECK(utf8_valid_prefix("ab\xe2\x82", 4) == 2);
 	CHECK(utf8_valid_prefix("\xed\xa0\x80", 3) == 0);
 	CHECK(utf8_valid_prefix("", 0) == 0);
+	/* Past the 8-byte ASCII steps: a NUL or a high byte inside a word. */
+	CHECK(utf8_valid_prefix("abcdefghij\0klmnopq", 18) == 10);
+	CHECK(utf8_valid_prefix("abcdefgh\xc3\xa9ijklmnop", 18) == 18);
+	CHECK(utf8_valid_prefix("abcdefgh\xc3(ijklmnop", 18) == 8);
 	CHECK(utf8_skip_partial("\x82\xac"
 				"z",
 				3) == 2);
