@@ -49,8 +49,8 @@ struct ws_head {
 	enum ws_opcode opcode;
 	bool masked;
 	uint8_t mask[4];
-	uint64_t length;      /* the payload's */
-	size_t head_length;   /* bytes of the head itself */
+	uint64_t length;    /* the payload's */
+	size_t head_length; /* bytes of the head itself */
 };
 
 /* Parses the head at `data`. Returns its length (> 0) when whole, 0 when
@@ -59,7 +59,10 @@ struct ws_head {
  * control frame fragmented or over WS_CONTROL_MAX, a length not in its
  * shortest form or with the top bit set (WS_CLOSE_PROTOCOL); a client's
  * frame unmasked or a server's masked (`from_client` says which side sent
- * it: WS_CLOSE_PROTOCOL); a payload over `max_payload` (WS_CLOSE_TOO_BIG). */
+ * it: WS_CLOSE_PROTOCOL); a data frame's payload over `max_payload`
+ * (WS_CLOSE_TOO_BIG; a control frame's limit is WS_CONTROL_MAX, so a ping
+ * may come between fragments however full the message is). What the first
+ * two bytes break is refused from them alone. */
 int ws_parse_head(const uint8_t *data, size_t length, bool from_client, uint64_t max_payload,
 		  struct ws_head *head);
 
@@ -78,7 +81,7 @@ struct ws_message {
 	enum ws_opcode opcode; /* WS_TEXT or WS_BINARY once started; 0 between messages */
 	uint8_t *data;
 	size_t length, capacity;
-	size_t max;   /* a message over this is refused */
+	size_t max; /* a message over this is refused */
 };
 void ws_message_init(struct ws_message *message, size_t max);
 /* Adds a data frame's (unmasked) payload. Returns 1 when `fin` completed
