@@ -131,7 +131,8 @@ bool output_read(struct shim *shim, struct shim_stream *stream)
 
 static bool capture_truncated(const struct shim_capture *c)
 {
-	return c->total > c->head_length + c->tail.length;
+	/* A background command captures nothing: nothing of it was cut. */
+	return c->half && c->total > c->head_length + c->tail.length;
 }
 
 bool output_truncated(const struct shim *shim)

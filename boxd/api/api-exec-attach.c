@@ -101,6 +101,7 @@ static void on_ended(void *arg)
 		return;
 	a->ending = true;
 	cJSON *event = exec_result_json(a->job, false);
+	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");
 	send_event(a, event);
 	ws_close(a->ws, 1000, "the command ended");
