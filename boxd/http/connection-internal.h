@@ -80,6 +80,7 @@ struct http_conn {
 	/* upgraded (kept while CLOSING after it, so closed runs at the free) */
 	const struct http_raw_ops *raw_ops;
 	void *raw_arg;
+	bool shut_when_flushed; /* closing with a linger: the peer hears EOF once the output is out */
 	struct http_conn *prev, *next;
 };
 
@@ -134,6 +135,10 @@ void conn_raw_input(struct http_conn *conn);
 void conn_raw_drained(struct http_conn *conn);
 /* At the free: raw_ops->closed, once. */
 void conn_raw_closed(struct http_conn *conn);
+/* CLOSING with a linger after an upgrade: once the output is out, the
+ * sending side is shut, so the peer reads its EOF at once instead of at
+ * the linger's end. */
+void conn_raw_flushed(struct http_conn *conn);
 
 /* connection-drain.c: after an answer that left the body unread, drains a streamed body to its
  * end while the answer waits, or else drops what comes for a moment. */

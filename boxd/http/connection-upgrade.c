@@ -8,6 +8,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <sys/socket.h>
 
 /* Read into at most this before reading pauses: the protocol takes its
  * input as it comes, so this bounds only a burst. */
@@ -61,6 +62,14 @@ void conn_raw_closed(struct http_conn *conn)
 		ops->closed(conn->raw_arg);
 }
 
+void conn_raw_flushed(struct http_conn *conn)
+{
+	if (conn->shut_when_flushed && http_conn_pending(conn) == 0) {
+		conn->shut_when_flushed = false;
+		shutdown(conn->fd, SHUT_WR);
+	}
+}
+
 void http_conn_raw_write(struct http_conn *conn, const void *data, size_t length)
 {
 	if (conn->state == UPGRADED && !conn->dead && length)
@@ -78,12 +87,16 @@ void http_conn_raw_close(struct http_conn *conn, bool linger)
 	bufferevent_setwatermark(conn->bev, EV_READ, 0, 0);
 	conn->lingering = linger && !conn->peer_done;
 	if (conn->lingering) {
+		/* The peer reads our last words and an EOF, and its own EOF (or
+		 * the linger's end) ends the connection. */
+		conn->shut_when_flushed = true;
 		conn_linger(conn);
 	} else {
 		bufferevent_disable(conn->bev, EV_READ);
 		event_del(conn->timer);
 	}
 	conn_send_now(conn);
+	conn_raw_flushed(conn);
 	if (!conn->lingering && http_conn_pending(conn) == 0)
 		conn_free(conn);
 	else if (conn->lingering)

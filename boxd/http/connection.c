@@ -320,6 +320,7 @@ static void on_write(struct bufferevent *bev, void *arg)
 	struct http_conn *conn = arg;
 	conn_enter(conn);
 	if (conn->state == CLOSING) {
+		conn_raw_flushed(conn);
 		if (http_conn_pending(conn) == 0 && !conn->lingering)
 			conn_free(conn);
 	} else if (conn->state == UPGRADED) {

@@ -104,7 +104,8 @@ void http_conn_raw_write(struct http_conn *conn, const void *data, size_t length
  * ops->input is not called again. With `linger`, what the peer still sends
  * is read and dropped meanwhile, until its EOF or for a moment (as after an
  * early answer), so a peer still writing reads the last words instead of a
- * reset; without, the peer is known to have finished. ops->closed runs at
+ * reset (the peer hears EOF once they are out: our sending side is shut);
+ * without, the peer is known to have finished. ops->closed runs at
  * the free: possibly inside this call, when nothing waits and no callback
  * of the connection is running. */
 void http_conn_raw_close(struct http_conn *conn, bool linger);
