@@ -48,6 +48,7 @@ struct attach {
 	struct evbuffer *queued; /* input the command has not taken yet */
 	struct event *writable;
 	bool paused, ending;
+	bool close_after; /* closeStdin came with input still on its way */
 };
 
 static void send_event(struct attach *a, cJSON *event)
@@ -133,6 +134,8 @@ static void on_drained(void *arg)
 
 /* ---- input ---- */
 
+static void close_stdin_now(struct attach *a);
+
 static void flush_input(struct attach *a)
 {
 	while (evbuffer_get_length(a->queued)) {
@@ -146,8 +149,10 @@ static void flush_input(struct attach *a)
 		/* EPIPE, EIO: nothing reads the input any more. */
 		evbuffer_drain(a->queued, evbuffer_get_length(a->queued));
 		send_error(a, "%s no longer reads its input", a->job->id);
-		return;
+		break;
 	}
+	if (a->close_after)
+		close_stdin_now(a);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
@@ -161,6 +166,12 @@ static void on_input(void *arg, int fd, bool terminal, enum failure failure, con
 	a->pending = NULL;
 	if (fd < 0) {
 		a->input_error = xstrdup(error);
+		if (evbuffer_get_length(a->queued) || a->close_after) {
+			/* Keys typed before the answer came: said now. */
+			evbuffer_drain(a->queued, evbuffer_get_length(a->queued));
+			a->close_after = false;
+			send_error(a, "%s takes no input: %s", a->job->id, error);
+		}
 		return;
 	}
 	a->input_fd = fd;
@@ -216,14 +227,12 @@ static void control_signal(struct attach *a, const char *name)
 	exec_stream_control(a->stream, EXEC_CONTROL_SIGNAL, name);
 }
 
-static void control_close_stdin(struct attach *a)
+/* After every byte typed before it is in: the end of the input comes last. */
+static void close_stdin_now(struct attach *a)
 {
-	if (a->input_error) {
-		send_error(a, "closeStdin: %s", a->input_error);
-		return;
-	}
+	a->close_after = false;
 	/* A pipe ends when its last writer goes: this copy first. */
-	if (!a->terminal && a->input_fd >= 0 && !evbuffer_get_length(a->queued)) {
+	if (!a->terminal && a->input_fd >= 0) {
 		event_free(a->writable);
 		a->writable = NULL;
 		close(a->input_fd);
@@ -231,6 +240,19 @@ static void control_close_stdin(struct attach *a)
 		a->input_error = xstrdup("its stdin was closed");
 	}
 	exec_stream_control(a->stream, EXEC_CONTROL_CLOSE_STDIN, NULL);
+}
+
+static void control_close_stdin(struct attach *a)
+{
+	if (a->input_error) {
+		send_error(a, "closeStdin: %s", a->input_error);
+		return;
+	}
+	if (a->input_fd < 0 || evbuffer_get_length(a->queued)) {
+		a->close_after = true; /* flush_input closes once the queue is out */
+		return;
+	}
+	close_stdin_now(a);
 }
 
 static void control(struct attach *a, const uint8_t *data, size_t length)
