@@ -65,6 +65,19 @@ char *utf8_sanitize(const char *data, size_t length, size_t *out_length)
 	return out;
 }
 
+bool utf8_valid(const char *data, size_t length)
+{
+	const unsigned char *s = (const unsigned char *)data;
+	size_t i = 0;
+	while (i < length) {
+		size_t n = s[i] == 0 ? 1 : sequence_length(s + i, length - i);
+		if (n == 0)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
 size_t utf8_prefix_length(const char *data, size_t length)
 {
 	const unsigned char *s = (const unsigned char *)data;

@@ -5,11 +5,16 @@
 #ifndef BOXD_UTF8_H
 #define BOXD_UTF8_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A NUL-terminated copy of `data` where every invalid byte (and every NUL) is
  * replaced by U+FFFD. `*out_length` (optional) gets the result's length. */
 char *utf8_sanitize(const char *data, size_t length, size_t *out_length);
+
+/* True when `data` is wholly valid UTF-8 (RFC 3629, as above; NUL is a
+ * character here): what a WebSocket text message must be. */
+bool utf8_valid(const char *data, size_t length);
 
 /* The longest prefix of `data` (at most `length` bytes) that does not end
  * inside a multi-byte character. */

@@ -59,7 +59,10 @@ struct ws_head {
  * control frame fragmented or over WS_CONTROL_MAX, a length not in its
  * shortest form or with the top bit set (WS_CLOSE_PROTOCOL); a client's
  * frame unmasked or a server's masked (`from_client` says which side sent
- * it: WS_CLOSE_PROTOCOL); a payload over `max_payload` (WS_CLOSE_TOO_BIG). */
+ * it: WS_CLOSE_PROTOCOL); a data frame's payload over `max_payload`
+ * (WS_CLOSE_TOO_BIG; a control frame's limit is WS_CONTROL_MAX, so a ping
+ * may come between fragments however full the message is). What the first
+ * two bytes break is refused from them alone. */
 int ws_parse_head(const uint8_t *data, size_t length, bool from_client, uint64_t max_payload,
 		  struct ws_head *head);
 
