@@ -453,12 +453,13 @@ const struct ctl_command ctl_terminal_commands[] = {
 	{"shell",
 	 "  shell [--user U] [--cwd D] [-e NAME=VALUE]... [CMD...]\n"
 	 "                              an interactive terminal in the box (default CMD:\n"
-	 "                              bash -i); exits with its status; Ctrl-P Ctrl-Q detaches",
+	 "                              bash -i); exits with its status; Ctrl-P Ctrl-Q\n"
+	 "                              detaches",
 	 run_shell},
 	{"attach",
-	 "  attach ID                   a running command's terminal (its recent output first);\n"
-	 "                              stdin not a terminal: piped in, its end closes the\n"
-	 "                              command's stdin",
+	 "  attach ID                   a running command's terminal, its recent output\n"
+	 "                              first; stdin not a terminal: piped in, its end\n"
+	 "                              closes the command's stdin",
 	 run_attach},
 	{0},
 };
