@@ -22,6 +22,7 @@ static const char *reason_of(int status)
 {
 	switch (status) {
 	case 100: return "Continue";
+	case 101: return "Switching Protocols";
 	case 200: return "OK";
 	case 201: return "Created";
 	case 204: return "No Content";
@@ -35,6 +36,7 @@ static const char *reason_of(int status)
 	case 413: return "Content Too Large";
 	case 416: return "Range Not Satisfiable";
 	case 423: return "Locked";
+	case 426: return "Upgrade Required";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
@@ -47,7 +49,7 @@ static const char *reason_of(int status)
 }
 
 /* "Date: ..." of this second, formatted once per second. */
-static const char *date_line(void)
+const char *conn_date_line(void)
 {
 	static time_t last;
 	static char line[64];
@@ -64,8 +66,8 @@ static const char *date_line(void)
 static void write_status(struct evbuffer *out, struct http_conn *conn, int status,
 			 const char *headers)
 {
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s", status, reason_of(status), date_line(),
-			    headers ? headers : "");
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n%s%s", status, reason_of(status),
+			    conn_date_line(), headers ? headers : "");
 	if (conn->close_after)
 		evbuffer_add(out, "Connection: close\r\n", 19);
 	else if (conn->minor_version == 0)

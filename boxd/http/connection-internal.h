@@ -35,6 +35,7 @@ enum conn_state {
 	READ_BODY, /* a buffered body, before the request runs */
 	RUNNING,   /* the request runs (and may stream its body into an fd) */
 	CLOSING,   /* the last answer goes out, then the connection closes */
+	UPGRADED,  /* HTTP is over (101): its bytes are raw_ops' (connection-upgrade.c) */
 };
 
 struct http_conn {
@@ -76,6 +77,9 @@ struct http_conn {
 	int64_t drain_deadline_ms;
 	void (*drained)(void *arg);
 	void *drained_arg;
+	/* upgraded (kept while CLOSING after it, so closed runs at the free) */
+	const struct http_raw_ops *raw_ops;
+	void *raw_arg;
 	struct http_conn *prev, *next;
 };
 
@@ -97,6 +101,8 @@ void conn_trim_soon(void);
 
 /* connection-answer.c: writes what the output holds now, without waiting for a turn of the loop. */
 void conn_send_now(struct http_conn *conn);
+/* "Date: ...\r\n" of this second. */
+const char *conn_date_line(void);
 /* An error of the connection's own, before any route: JSON, then close. */
 void conn_refuse(struct http_conn *conn, int status, const char *message);
 
@@ -121,6 +127,13 @@ void conn_read_body(struct http_conn *conn);
 void conn_sink_pump(struct http_conn *conn);
 /* Closes the sink fd and forgets it. */
 void conn_sink_stop(struct http_conn *conn);
+
+/* connection-upgrade.c: UPGRADED: what has arrived goes to raw_ops->input. */
+void conn_raw_input(struct http_conn *conn);
+/* UPGRADED: the output fell low, raw_ops->drained. */
+void conn_raw_drained(struct http_conn *conn);
+/* At the free: raw_ops->closed, once. */
+void conn_raw_closed(struct http_conn *conn);
 
 /* connection-drain.c: after an answer that left the body unread, drains a streamed body to its
  * end while the answer waits, or else drops what comes for a moment. */

@@ -3,8 +3,9 @@
  * started, the loop's callbacks (read, write, EOF or error, timers) turned
  * into what its state calls for, and the heap handed back after heavy
  * requests or many connections. Its answers are connection-answer.c's,
- * its bodies connection-body.c's, and what it reads after an early answer
- * connection-drain.c's. */
+ * its bodies connection-body.c's, what it reads after an early answer
+ * connection-drain.c's, and a connection that left HTTP
+ * connection-upgrade.c's. */
 #include "connection-internal.h"
 
 #include <malloc.h>
@@ -118,6 +119,7 @@ void conn_free(struct http_conn *conn)
 		return;
 	if (conn->req)
 		conn_lost(conn);
+	conn_raw_closed(conn);
 	conn_sink_stop(conn);
 	if (conn->prev)
 		conn->prev->next = conn->next;
@@ -299,6 +301,7 @@ static void conn_process(struct http_conn *conn)
 		if (!conn->lingering && http_conn_pending(conn) == 0)
 			conn_free(conn);
 		break;
+	case UPGRADED: conn_raw_input(conn); break;
 	}
 }
 
@@ -319,6 +322,8 @@ static void on_write(struct bufferevent *bev, void *arg)
 	if (conn->state == CLOSING) {
 		if (http_conn_pending(conn) == 0 && !conn->lingering)
 			conn_free(conn);
+	} else if (conn->state == UPGRADED) {
+		conn_raw_drained(conn);
 	} else if (conn->streaming && conn->drained)
 		conn->drained(conn->drained_arg);
 	else if (conn->state == WAIT_HEAD)
@@ -348,7 +353,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	conn_enter(conn);
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		conn->peer_done = true;
-		if (conn->state == WAIT_HEAD) {
+		if (conn->state == UPGRADED) {
+			conn_process(conn); /* what came before the EOF, then the end */
+		} else if (conn->state == WAIT_HEAD) {
 			conn_process(conn);
 		} else if (conn->state == CLOSING) {
 			conn_stop_lingering(conn);
@@ -373,6 +380,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		conn_stop_lingering(conn);
 		if (http_conn_pending(conn) == 0)
 			conn_free(conn);
+	} else if (conn->state == UPGRADED) {
+		/* no deadline of HTTP's: the protocol keeps its own */
 	} else if (conn->state == WAIT_HEAD && conn->head_started) {
 		conn_refuse(conn, 408, "the request's head did not arrive in time");
 	} else if (conn->state == READ_BODY) {

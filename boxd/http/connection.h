@@ -12,7 +12,12 @@
  * head alone past it) or, for API_STREAM_BODY routes, as a stream into an fd
  * the handler gives (http_conn_body_to_fd): the socket is read only as fast
  * as that fd takes the bytes. A streamed body answered before its end is
- * read and dropped to its end (bounded) before that answer goes out. */
+ * read and dropped to its end (bounded) before that answer goes out.
+ *
+ * A request may instead end HTTP on its connection (http_conn_upgrade: 101
+ * Switching Protocols, for WebSocket): from then on its bytes both ways are
+ * the new protocol's, with no idle or head deadline and no pipelining; only
+ * the write deadline stays, so a peer that stops reading is still dropped. */
 #ifndef BOXD_CONNECTION_H
 #define BOXD_CONNECTION_H
 
@@ -75,6 +80,34 @@ void http_conn_stream_start(struct http_conn *conn, int status, const char *head
 void http_conn_stream_write(struct http_conn *conn, const void *data, size_t length);
 void http_conn_stream_end(struct http_conn *conn);
 size_t http_conn_pending(struct http_conn *conn);
+
+/* What an upgraded connection hands its bytes and its end to. */
+struct http_raw_ops {
+	/* Bytes arrived: the callee takes (drains) what it can use from
+	 * `input` and leaves the rest there for the next call. */
+	void (*input)(void *arg, struct evbuffer *input);
+	/* The socket has taken most of what was written. */
+	void (*drained)(void *arg);
+	/* The connection is freed (either side closed, an error, boxd stops):
+	 * once, last; the connection must not be used again. */
+	void (*closed)(void *arg);
+};
+
+/* Ends the request (answered: the caller frees it) with 101 Switching
+ * Protocols and `headers` (header lines, each ending CRLF), and hands the
+ * connection to `ops`. Not for a route that streams its body. */
+void http_conn_upgrade(struct http_conn *conn, const char *headers, const struct http_raw_ops *ops,
+		       void *arg);
+/* Upgraded: queues bytes for the peer (http_conn_pending tells how many wait). */
+void http_conn_raw_write(struct http_conn *conn, const void *data, size_t length);
+/* Upgraded: the connection closes once what was written has gone out;
+ * ops->input is not called again. With `linger`, what the peer still sends
+ * is read and dropped meanwhile, until its EOF or for a moment (as after an
+ * early answer), so a peer still writing reads the last words instead of a
+ * reset; without, the peer is known to have finished. ops->closed runs at
+ * the free: possibly inside this call, when nothing waits and no callback
+ * of the connection is running. */
+void http_conn_raw_close(struct http_conn *conn, bool linger);
 
 /* Streams the rest of the request's body into `fd` (a pipe or a file,
  * taken over: closed once the body is written or can no longer be), sending

@@ -1,5 +1,6 @@
-/* router-internal.h: the router's face towards the connections (connection.c)
- * and the server (server.c). */
+/* router-internal.h: the router's face towards the connections (connection.c),
+ * the server (server.c) and the protocols a request can upgrade to
+ * (ws-conn.c). */
 #ifndef BOXD_ROUTER_INTERNAL_H
 #define BOXD_ROUTER_INTERNAL_H
 
@@ -13,6 +14,7 @@ struct event_base;
 struct evbuffer;
 struct http_conn;
 struct http_head;
+struct http_raw_ops;
 
 /* The loop handlers find through api_base(). */
 void router_serve(struct event_base *base);
@@ -36,5 +38,13 @@ void api_request_lost(struct api_request *req);
 /* An error of the connection's own about the request (malformed chunks, a
  * body that stopped), answered as the request's answer. */
 void api_request_fail(struct api_request *req, enum failure failure, const char *message);
+
+/* Ends the request as answered, with 101 Switching Protocols and `headers`
+ * (lines ending CRLF), and hands its connection to `ops` (connection.h):
+ * the request is freed (its uses of the box end with it; a session that
+ * counts as one begins its own). Returns the connection, or NULL when the
+ * client had gone already (the request is freed all the same). */
+struct http_conn *api_upgrade(struct api_request *req, const char *headers,
+			      const struct http_raw_ops *ops, void *arg);
 
 #endif

@@ -391,7 +391,25 @@ void api_stream_end(struct api_request *req)
 	request_free(req);
 }
 
+/* ---- upgrading ---- */
+
+struct http_conn *api_upgrade(struct api_request *req, const char *headers,
+			      const struct http_raw_ops *ops, void *arg)
+{
+	struct http_conn *conn = req->conn;
+	req->conn = NULL;
+	if (conn)
+		http_conn_upgrade(conn, headers, ops, arg);
+	request_free(req);
+	return conn;
+}
+
 /* ---- reading ---- */
+
+const char *api_method(struct api_request *req)
+{
+	return req->head.method;
+}
 
 const char *api_param(struct api_request *req, int index)
 {

@@ -28,6 +28,8 @@ struct api_request;
 struct event_base;
 
 /* ---- reading the request ---- */
+/* "GET", "POST", ... as sent. */
+const char *api_method(struct api_request *req);
 /* The i-th {} segment of the pattern, percent-decoded (NULL past the last). */
 const char *api_param(struct api_request *req, int index);
 /* A query parameter, percent-decoded, or NULL when absent. */

@@ -24,6 +24,8 @@ struct ws_conn;
 #define WS_MESSAGE_MAX (1u << 20)
 #define WS_PING_SEC 30
 #define WS_DEAD_SEC 90
+/* After ws_close, the peer's close is waited for this long. */
+#define WS_CLOSE_WAIT_SEC 2
 
 struct ws_conn_ops {
 	/* A whole message from the client: text (valid UTF-8) or binary. */

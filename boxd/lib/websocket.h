@@ -92,7 +92,7 @@ void ws_message_init(struct ws_message *message, size_t max);
  * (WS_CLOSE_INVALID_DATA, checked when it completes). */
 int ws_message_add(struct ws_message *message, enum ws_opcode opcode, bool fin,
 		   const uint8_t *payload, size_t length);
-/* Ready for the next message (keeps the buffer). */
+/* Ready for the next message (keeps the buffer, unless it grew over 64 KiB). */
 void ws_message_reset(struct ws_message *message);
 void ws_message_free(struct ws_message *message);
 
