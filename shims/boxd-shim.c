@@ -557,7 +557,8 @@ static bool start(struct shim *shim)
 	/* After the fork (or the seed's go), overlapping the command's exec:
 	 * the log (a file made in the work dir), the masks' compilation. The
 	 * output waits in the pipes meanwhile. */
-	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes);
+	log_file_open(&shim->log, shim->spec.log_path, shim->spec.log_cap_bytes,
+		      shim->spec.state_dir);
 	output_init(shim);
 	if (shim->spec.hold_output)
 		shim->held_until = shim->started_monotonic + SHIM_HOLD_MS;

@@ -9,7 +9,11 @@
  * The logs' dir is in the work dir, where commands write, and the ids of
  * commands to come can be read in the run dir (the spares'): a command can
  * put a hard link to any file, or a FIFO, where a later command's log will
- * be. A log is therefore never opened, only made anew (create_log). */
+ * be. A log is therefore never opened, only made anew (create_log).
+ *
+ * Offsets a reader gives count the whole output (0: its first byte ever),
+ * across rotations: before each one the shim writes, in the state dir,
+ * which file becomes LOG.1 (its inode) and where it starts (its base). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,6 +24,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "shim-protocol.h"
 #include "shim.h"
 #include "xalloc.h"
 
@@ -48,9 +53,11 @@ static int create_log(const char *path)
 	return -1;
 }
 
-void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
+void log_file_open(struct shim_log *log, const char *path, uint64_t cap, const char *state_dir)
 {
 	*log = (struct shim_log){.fd = -1, .cap = cap, .path = xstrdup(path)};
+	if (state_dir)
+		log->base_path = xasprintf("%s/%s", state_dir, SHIM_STATE_LOG_BASE);
 	/* A tiny cap would rotate at every write. */
 	if (log->cap < 8192)
 		log->cap = 8192;
@@ -78,8 +85,24 @@ void log_file_open(struct shim_log *log, const char *path, uint64_t cap)
  * starts: the newest half of the cap to a whole cap stays on disk, and
  * nothing has to be copied or written back first (collapsing a file's head
  * makes ext4 write back all that follows, which stalled a flood by half). */
+/* Names the current file, about to become LOG.1, with its base. Written
+ * before the rename: a reader that finds LOG.1 and a record of another
+ * inode has caught the rotation half-way and looks again. Best effort: a
+ * reader without the record numbers from what the exit record tells. */
+static void record_base(struct shim_log *log)
+{
+	struct stat info;
+	if (!log->base_path || fstat(log->fd, &info) != 0)
+		return;
+	char line[64];
+	int n = snprintf(line, sizeof line, "%llu %" PRIu64 "\n", (unsigned long long)info.st_ino,
+			 log->base);
+	io_replace_file(log->base_path, line, (size_t)n, 0640, 0);
+}
+
 static void rotate(struct shim_log *log)
 {
+	record_base(log);
 	char *older = xasprintf("%s.1", log->path);
 	if (rename(log->path, older) != 0) {
 		free(older);
@@ -89,6 +112,7 @@ static void rotate(struct shim_log *log)
 	free(older);
 	close(log->fd);
 	log->fd = create_log(log->path);
+	log->base += log->size;
 	log->size = 0;
 	if (log->fd < 0)
 		log_fail(log, "could not be reopened:", errno);

@@ -48,8 +48,10 @@ struct shim_log {
 	uint64_t size; /* current file size */
 	uint64_t cap;
 	uint64_t total; /* bytes of output over the command's life */
+	uint64_t base;  /* where the current file starts in that output */
 	char *error;    /* why the log is incomplete, or NULL */
 	char *path;
+	char *base_path; /* STATE_DIR/log-base, or NULL */
 };
 
 #define SHIM_MAX_CLIENTS 16
@@ -191,7 +193,8 @@ void terminal_resize(struct shim *shim, const char *payload);
 void terminal_signal(struct shim *shim, int signal);
 
 /* shim-log.c */
-void log_file_open(struct shim_log *log, const char *path, uint64_t cap);
+/* `state_dir` (may be NULL) gets the log-base file at each rotation. */
+void log_file_open(struct shim_log *log, const char *path, uint64_t cap, const char *state_dir);
 void log_file_write(struct shim_log *log, const char *data, size_t length);
 void log_file_close(struct shim_log *log);
 

@@ -230,8 +230,16 @@ struct exec_call {
 	struct event *alive;
 	int64_t started_monotonic;
 	int64_t alive_armed_ms; /* when the alive timer was last (re)armed */
-	char carry[2][4];       /* an incomplete character at the end of a piece */
-	size_t carry_length[2];
+	/* Where the next byte received sits in the log: the shim writes each
+	 * piece to the log in the order it sends it, and the stream starts at
+	 * the first byte (held output), so counting what came and was lost
+	 * numbers it as GET /v1/exec/{id}/output does. */
+	uint64_t offset;
+	/* An incomplete character at the end of the last piece, held for the
+	 * next piece of the same stream (which continues it in the log too). */
+	char carry[4];
+	size_t carry_length;
+	int carry_which;
 	bool paused;
 };
 
@@ -268,14 +276,31 @@ static void stream_event(struct exec_call *call, cJSON *event)
 	cJSON_Delete(event);
 }
 
-static void emit_output(struct exec_call *call, int which, const char *data, size_t length)
+/* `length` raw bytes at log offset `at`; "bytes" counts them as they are,
+ * since "data" (invalid bytes made U+FFFD) may differ: a client resumes at
+ * offset + bytes. */
+static void emit_output(struct exec_call *call, int which, uint64_t at, const char *data,
+			size_t length)
 {
 	char *text = utf8_sanitize(data, length, NULL);
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "type", which ? "stderr" : "stdout");
+	cJSON_AddNumberToObject(event, "offset", (double)at);
+	cJSON_AddNumberToObject(event, "bytes", (double)length);
 	cJSON_AddStringToObject(event, "data", text);
 	free(text);
 	stream_event(call, event);
+}
+
+/* A held character that the other stream (or a loss, or the end) follows
+ * in the log goes out as it is: an event's bytes are one run of the log. */
+static void flush_carry(struct exec_call *call)
+{
+	if (!call->carry_length)
+		return;
+	emit_output(call, call->carry_which, call->offset - call->carry_length, call->carry,
+		    call->carry_length);
+	call->carry_length = 0;
 }
 
 static void throttle(struct exec_call *call)
@@ -300,16 +325,21 @@ static void stream_output(void *arg, bool is_stderr, const char *data, size_t le
 {
 	struct exec_call *call = arg;
 	int which = is_stderr;
+	if (call->carry_length && call->carry_which != which)
+		flush_carry(call);
 	/* Join the previous piece's incomplete character, hold back this one's. */
-	size_t joined_length = call->carry_length[which] + length;
+	uint64_t at = call->offset - call->carry_length;
+	size_t joined_length = call->carry_length + length;
 	char *joined = xmalloc(joined_length);
-	memcpy(joined, call->carry[which], call->carry_length[which]);
-	memcpy(joined + call->carry_length[which], data, length);
+	memcpy(joined, call->carry, call->carry_length);
+	memcpy(joined + call->carry_length, data, length);
+	call->offset += length;
 	size_t whole = utf8_prefix_length(joined, joined_length);
-	call->carry_length[which] = joined_length - whole;
-	memcpy(call->carry[which], joined + whole, call->carry_length[which]);
+	call->carry_length = joined_length - whole;
+	call->carry_which = which;
+	memcpy(call->carry, joined + whole, call->carry_length);
 	if (whole)
-		emit_output(call, which, joined, whole);
+		emit_output(call, which, at, joined, whole);
 	free(joined);
 	arm_alive(call);
 	throttle(call);
@@ -318,6 +348,8 @@ static void stream_output(void *arg, bool is_stderr, const char *data, size_t le
 static void stream_lost(void *arg, double bytes)
 {
 	struct exec_call *call = arg;
+	flush_carry(call);
+	call->offset += (uint64_t)bytes;
 	cJSON *event = cJSON_CreateObject();
 	cJSON_AddStringToObject(event, "type", "lost");
 	cJSON_AddNumberToObject(event, "bytes", bytes);
@@ -330,9 +362,7 @@ static void stream_lost(void *arg, double bytes)
 static void stream_finish(void *arg)
 {
 	struct exec_call *call = arg;
-	for (int which = 0; which < 2; which++)
-		if (call->carry_length[which]) /* a character cut short by the end */
-			emit_output(call, which, call->carry[which], call->carry_length[which]);
+	flush_carry(call); /* a character cut short by the end */
 	cJSON *event = exec_result_json(call->job, false);
 	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");

@@ -1,16 +1,15 @@
 /* api-procs.c: the /v1/procs endpoints (background commands). */
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "router.h"
 #include "config.h"
+#include "exec-log.h"
 #include "exec.h"
 #include "redact.h"
 #include "steps.h"
@@ -193,63 +192,16 @@ static void handle_delete(struct api_request *req)
 
 /* ---- the log ---- */
 
-/* A command's log as one file: LOG.1 (older output, once the log has
- * rotated at half its cap) followed by LOG. */
-struct log_view {
-	int fd[2];
-	off_t size[2];
-};
-
-static bool view_open(struct log_view *view, const char *path)
+/* This route's offsets count from the oldest byte kept (X-Log-Size is
+ * what is kept), not from the command's first byte as the output route's
+ * do: they stay as they were before there was a numbering. */
+static ssize_t view_pread(struct exec_log *log, char *buffer, size_t length, off_t at)
 {
-	char *older = xasprintf("%s.1", path);
-	const char *paths[2] = {older, path};
-	for (int i = 0; i < 2; i++) {
-		/* The work dir is the commands': a FIFO put in a log's place
-		 * must not hold boxd's loop in open() or read(). */
-		struct stat info;
-		view->fd[i] = open(paths[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-		if (view->fd[i] >= 0 &&
-		    (fstat(view->fd[i], &info) != 0 || !S_ISREG(info.st_mode))) {
-			close(view->fd[i]);
-			view->fd[i] = -1;
-			errno = EINVAL;
-		}
-		view->size[i] = view->fd[i] >= 0 ? info.st_size : 0;
-	}
-	free(older);
-	return view->fd[1] >= 0;
-}
-
-static void view_close(struct log_view *view)
-{
-	for (int i = 0; i < 2; i++)
-		if (view->fd[i] >= 0)
-			close(view->fd[i]);
-}
-
-static ssize_t view_pread(struct log_view *view, char *buffer, size_t length, off_t at)
-{
-	size_t done = 0;
-	for (int i = 0; i < 2 && done < length; i++) {
-		if (at >= view->size[i]) {
-			at -= view->size[i];
-			continue;
-		}
-		size_t n = length - done;
-		if ((off_t)n > view->size[i] - at)
-			n = (size_t)(view->size[i] - at);
-		ssize_t got = pread(view->fd[i], buffer + done, n, at);
-		if (got <= 0)
-			break;
-		done += (size_t)got;
-		at = 0;
-	}
-	return (ssize_t)done;
+	return exec_log_read(log, buffer, length, exec_log_start(log) + (uint64_t)at);
 }
 
 /* Where the last `lines` lines start (at most `limit` bytes back). */
-static off_t tail_start(struct log_view *view, off_t size, long lines, size_t limit)
+static off_t tail_start(struct exec_log *view, off_t size, long lines, size_t limit)
 {
 	char block[65536];
 	off_t at = size, floor = size > (off_t)limit ? size - (off_t)limit : 0;
@@ -304,15 +256,14 @@ static void handle_log(struct api_request *req)
 	    !query_number(req, "offset", INT64_MAX / 2, &offset) ||
 	    !query_number(req, "limit", PROCS_LOG_MAX_LIMIT, &limit))
 		return;
-	struct log_view view;
-	if (!view_open(&view, job->meta.log_path)) {
+	struct exec_log view;
+	if (!exec_log_open(&view, job)) {
 		int error = errno;
-		view_close(&view);
 		api_reply_failure(req, FAILURE_NOT_FOUND, "the log %s cannot be read: %s",
 				  job->meta.log_path, strerror(error));
 		return;
 	}
-	off_t total = view.size[0] + view.size[1];
+	off_t total = (off_t)(exec_log_end(&view) - exec_log_start(&view));
 	off_t start = tail >= 0 ? tail_start(&view, total, (long)tail, PROCS_LOG_MAX_LIMIT)
 				: (off_t)offset;
 	if (tail == 0)
@@ -322,7 +273,7 @@ static void handle_log(struct api_request *req)
 		want = (size_t)limit;
 	char *data = xmalloc(want + 1);
 	ssize_t got = want ? view_pread(&view, data, want, start) : 0;
-	view_close(&view);
+	exec_log_close(&view);
 	size_t length = got > 0 ? (size_t)got : 0;
 	/* Cut where a character ends, so the next offset starts on one. */
 	if (length == want && start + (off_t)length < total)

@@ -112,6 +112,9 @@ cJSON *exec_proc_json(struct exec_job *job)
 	cJSON_AddStringToObject(o, "cwd", job->meta.cwd ? job->meta.cwd : "");
 	cJSON_AddNumberToObject(o, "pid", job->meta.pid);
 	cJSON_AddStringToObject(o, "state", ended ? "exited" : "running");
+	/* Beyond the contract's fields: how a client can talk to it. */
+	cJSON_AddBoolToObject(o, "pty", job->meta.pty);
+	cJSON_AddBoolToObject(o, "stdinStream", job->meta.stdin_stream);
 	cJSON_AddNumberToObject(o, "startedAt", (double)job->meta.started_at);
 	if (ended) {
 		cJSON_AddNumberToObject(o, "endedAt", (double)job->exit.ended_at);

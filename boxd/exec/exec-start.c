@@ -29,7 +29,6 @@
 #include "users.h"
 #include "xalloc.h"
 
-#define EXEC_LOG_CAP_BYTES (512ull << 20)
 /* Enough for make -j and node; a fork bomb stops here instead of the box. */
 #define EXEC_PIDS_MAX 1024
 
@@ -169,7 +168,7 @@ void exec_prepare_spec(struct shim_spec *spec, const char *id)
 		.id = xstrdup(id),
 		.state_dir = exec_state_path(id, NULL),
 		.log_path = xasprintf("%s/.sbx/logs/%s.log", config->work_dir, id),
-		.log_cap_bytes = EXEC_LOG_CAP_BYTES,
+		.log_cap_bytes = config->log_cap_bytes,
 		.pids_max = EXEC_PIDS_MAX,
 		.cgroup_base = cgroups->base ? xstrdup(cgroups->base) : NULL,
 		.shim_cgroup = cgroups->shims ? xstrdup(cgroups->shims) : NULL,

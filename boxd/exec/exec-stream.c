@@ -19,6 +19,9 @@ struct exec_stream {
 	int fd;
 	struct event *input;
 	bool paused;
+	bool dropped;            /* by the shim: nothing more comes on `fd` */
+	struct exec_watch watch; /* a dropped stream waits for the job's end */
+	bool watching;
 	/* Output bytes the shim sent, and those it said it could not: what the
 	 * log holds beyond both is reported as lost when the job ends. */
 	unsigned long long received, lost;
@@ -57,15 +60,43 @@ static void stream_ended(struct exec_stream *stream, const char *record, size_t 
 	stream->callbacks->ended(stream->arg);
 }
 
+static void on_job_end(void *arg, struct exec_job *job)
+{
+	struct exec_stream *stream = arg;
+	stream->watching = false;
+	stream_ended(stream, NULL, 0);
+}
+
+/* The shim closed this connection while the command runs (its clients are
+ * at SHIM_MAX_CLIENTS): only the command's end can be told now, by the
+ * monitor. Its end must not be taken from this: that would record a live
+ * command as lost and kill it. */
+static void stream_dropped(struct exec_stream *stream)
+{
+	event_del(stream->input);
+	stream->dropped = true;
+	if (stream->callbacks->dropped) {
+		stream->callbacks->dropped(stream->arg);
+		return;
+	}
+	stream->watch = (struct exec_watch){.ended = on_job_end, .arg = stream};
+	stream->watching = true;
+	exec_watch(stream->job, &stream->watch);
+}
+
 static void on_input(evutil_socket_t fd, short what, void *arg)
 {
 	struct exec_stream *stream = arg;
 	static char message[SHIM_MESSAGE_MAX];
 	/* A bounded number of messages per wakeup keeps the loop fair. */
-	for (int round = 0; round < 64 && !stream->paused; round++) {
+	for (int round = 0; round < 64 && !stream->paused && !stream->dropped; round++) {
 		ssize_t n = recv(fd, message, sizeof message, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		if (n <= 0 && stream->job->state == EXEC_RUNNING && stream->job->monitor_fd >= 0) {
+			stream_dropped(stream);
+			return;
+		}
 		if (n <= 0 || message[0] == SHIM_MSG_EXIT) {
 			stream_ended(stream, message + 1, n > 0 ? (size_t)n - 1 : 0);
 			return;
@@ -142,7 +173,7 @@ void exec_stream_pause(struct exec_stream *stream)
 
 void exec_stream_resume(struct exec_stream *stream)
 {
-	if (!stream->paused)
+	if (!stream->paused || stream->dropped)
 		return;
 	stream->paused = false;
 	event_add(stream->input, NULL);
@@ -152,6 +183,8 @@ void exec_stream_close(struct exec_stream *stream)
 {
 	if (!stream)
 		return;
+	if (stream->watching)
+		exec_unwatch(stream->job, &stream->watch);
 	event_free(stream->input);
 	close(stream->fd);
 	free(stream);

@@ -120,10 +120,12 @@ void exec_remove_state_dir(const char *id)
 		SHIM_STATE_STDOUT,
 		SHIM_STATE_STDERR,
 		SHIM_STATE_SOCKET,
+		SHIM_STATE_LOG_BASE,
 		SHIM_STATE_TEMPORARY(SHIM_STATE_META),
 		SHIM_STATE_TEMPORARY(SHIM_STATE_EXIT),
 		SHIM_STATE_TEMPORARY(SHIM_STATE_STDOUT),
 		SHIM_STATE_TEMPORARY(SHIM_STATE_STDERR),
+		SHIM_STATE_TEMPORARY(SHIM_STATE_LOG_BASE),
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		char *path = exec_state_path(id, names[i]);

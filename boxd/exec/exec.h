@@ -163,11 +163,15 @@ cJSON *exec_proc_json(struct exec_job *job);
  * `output` gets each piece as the shim sent it (not cut at characters);
  * `lost` the bytes the shim could not send while the reader was slow;
  * `ended` runs last, once the job's end is known (its result is read), and
- * may close the stream. */
+ * may close the stream. `dropped` (optional) runs instead when the shim
+ * refused the connection while the command runs (it serves 16 at most):
+ * without it the stream waits for the command's end, whose output it
+ * reports as lost, then `ended`. */
 struct exec_stream_callbacks {
 	void (*output)(void *arg, bool is_stderr, const char *data, size_t length);
 	void (*lost)(void *arg, double bytes);
 	void (*ended)(void *arg);
+	void (*dropped)(void *arg);
 };
 struct exec_stream;
 /* NULL when the shim is gone already: the job has then ended and the

@@ -1,7 +1,9 @@
-/* base64.c: strict RFC 4648 decoding (base64.h). */
+/* base64.c: strict RFC 4648 decoding and plain encoding (base64.h). */
 #include "base64.h"
 
 #include <stdint.h>
+
+#include "xalloc.h"
 
 /* The value of a base64 character, -1 outside the alphabet. */
 static int value_of(unsigned char c)
@@ -54,4 +56,30 @@ bool base64_decode(const char *text, size_t length, unsigned char *out, size_t o
 		return false;
 	*out_length = written;
 	return true;
+}
+
+char *base64_encode(const void *data, size_t length)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *in = data;
+	char *out = xmalloc((length + 2) / 3 * 4 + 1), *o = out;
+	size_t i = 0;
+	for (; i + 3 <= length; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		*o++ = alphabet[v >> 18];
+		*o++ = alphabet[(v >> 12) & 63];
+		*o++ = alphabet[(v >> 6) & 63];
+		*o++ = alphabet[v & 63];
+	}
+	if (i < length) {
+		uint32_t v =
+			(uint32_t)in[i] << 16 | (i + 1 < length ? (uint32_t)in[i + 1] << 8 : 0);
+		*o++ = alphabet[v >> 18];
+		*o++ = alphabet[(v >> 12) & 63];
+		*o++ = i + 1 < length ? alphabet[(v >> 6) & 63] : '=';
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
 }

@@ -1,5 +1,6 @@
-/* base64.h: decoding RFC 4648 base64 (the standard alphabet), strictly:
- * what a caller sends as base64 is refused when it is anything else. */
+/* base64.h: RFC 4648 base64 (the standard alphabet, with padding): decoded
+ * strictly, so what a caller sends as base64 is refused when it is anything
+ * else; encoded for bytes an answer must carry that are not text. */
 #ifndef BOXD_BASE64_H
 #define BOXD_BASE64_H
 
@@ -12,5 +13,8 @@
  * the bytes would not fit in `out_size`. */
 bool base64_decode(const char *text, size_t text_length, unsigned char *out, size_t out_size,
 		   size_t *out_length);
+
+/* `data` as base64 with padding, NUL-terminated. Caller frees. */
+char *base64_encode(const void *data, size_t length);
 
 #endif

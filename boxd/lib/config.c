@@ -32,6 +32,7 @@ enum option_id {
 	OPT_SCREEN_IDLE,
 	OPT_INGRESS_BASE,
 	OPT_FREEZE_LIMIT,
+	OPT_LOG_CAP,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -56,6 +57,7 @@ static const struct option long_options[] = {
 	{"screen-idle", required_argument, NULL, OPT_SCREEN_IDLE},
 	{"ingress-base", required_argument, NULL, OPT_INGRESS_BASE},
 	{"freeze-limit", required_argument, NULL, OPT_FREEZE_LIMIT},
+	{"log-cap", required_argument, NULL, OPT_LOG_CAP},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -69,6 +71,7 @@ void config_usage(const char *program)
 	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
 	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
 	       "       [--screen-idle S] [--ingress-base N|off] [--freeze-limit S]\n"
+	       "       [--log-cap BYTES]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -189,6 +192,16 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 				"--screen-idle takes seconds from 0 (never) to 86400, not `%s`",
 				value);
 		config->screen_idle_sec = (int)number;
+		return true;
+	case OPT_LOG_CAP:
+		/* Below 16 KiB the shim would rotate at nearly every write; past
+		 * 1 TiB is a typo. */
+		if (!parse_int(value, 16384, 1L << 40, &number))
+			return text_fail(
+				error, size,
+				"--log-cap takes bytes from 16384 to 1099511627776, not `%s`",
+				value);
+		config->log_cap_bytes = (unsigned long long)number;
 		return true;
 	case OPT_IDLE_TIMEOUT:
 		if (!parse_int(value, 1, 86400, &number))
@@ -343,6 +356,7 @@ static void defaults(struct boxd_config *config)
 	config->report_interval_sec = 30;
 	config->screen_idle_sec = 60;
 	config->freeze_limit_sec = 600;
+	config->log_cap_bytes = 512ull << 20;
 	config->cgroup = CGROUP_MODE_AUTO;
 	config->idle_timeout_sec = 60;
 	config->log_level = LOG_LEVEL_INFO;

@@ -36,6 +36,8 @@ struct boxd_config {
 	char *commands_cgroup; /* cgroup v2 path for commands (a delegated unit), or NULL */
 	bool dev;
 	int idle_timeout_sec; /* a connection silent this long is dropped */
+	/* What a command's log keeps on disk at most (its newest output). */
+	unsigned long long log_cap_bytes;
 	enum log_level log_level;
 };
 

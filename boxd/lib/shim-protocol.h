@@ -102,6 +102,11 @@ enum shim_message {
 #define SHIM_STATE_STDOUT "stdout"
 #define SHIM_STATE_STDERR "stderr"
 #define SHIM_STATE_SOCKET "sock"
+/* "INODE BASE\n": the log file that is (or is about to become) LOG.1, by
+ * inode, and the offset of its first byte in the command's whole output;
+ * written before each rotation's rename, so boxd can number what it reads
+ * across rotations (exec-log.c). Absent before the first rotation. */
+#define SHIM_STATE_LOG_BASE "log-base"
 /* The temporary each is written to before it is renamed into place. */
 #define SHIM_STATE_TEMPORARY(name) name ".tmp"
 

@@ -99,3 +99,31 @@ size_t utf8_skip_partial(const char *data, size_t length)
 		i++;
 	return i;
 }
+
+size_t utf8_valid_prefix(const char *data, size_t length)
+{
+	const unsigned char *s = (const unsigned char *)data;
+	size_t i = 0;
+	while (i < length) {
+		/* ASCII runs are most output: 8 bytes at a time when none has its
+		 * high bit set and none is NUL (the classic has-zero-byte test). */
+		uint64_t word;
+		if (length - i >= 8) {
+			memcpy(&word, s + i, 8);
+			if (!(word & 0x8080808080808080ull) &&
+			    !((word - 0x0101010101010101ull) & ~word & 0x8080808080808080ull)) {
+				i += 8;
+				continue;
+			}
+		}
+		if (s[i] >= 0x01 && s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t n = sequence_length(s + i, length - i);
+		if (n == 0)
+			return i;
+		i += n;
+	}
+	return i;
+}

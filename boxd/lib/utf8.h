@@ -24,4 +24,9 @@ size_t utf8_prefix_length(const char *data, size_t length);
  * character (continuation bytes, at most 3). */
 size_t utf8_skip_partial(const char *data, size_t length);
 
+/* The length of the longest prefix of `data` that is valid UTF-8 without a
+ * NUL (what a JSON string can carry as it is); `length` when all of it is.
+ * A character cut short by the end counts as invalid. */
+size_t utf8_valid_prefix(const char *data, size_t length);
+
 #endif

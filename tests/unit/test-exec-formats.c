@@ -34,6 +34,20 @@ static void test_utf8(void)
 	CHECK(utf8_prefix_length("ab\xf0\x9f\x98", 5) == 2);
 	CHECK(utf8_prefix_length("abc", 3) == 3);
 	CHECK(utf8_prefix_length("", 0) == 0);
+	/* What a JSON string carries as it is: no invalid byte, no NUL, no
+	 * character cut short. */
+	CHECK(utf8_valid_prefix("ab\xe2\x82\xac", 5) == 5);
+	CHECK(utf8_valid_prefix("ab\xff"
+				"cd",
+				5) == 2);
+	CHECK(utf8_valid_prefix("ab\0cd", 5) == 2);
+	CHECK(utf8_valid_prefix("ab\xe2\x82", 4) == 2);
+	CHECK(utf8_valid_prefix("\xed\xa0\x80", 3) == 0);
+	CHECK(utf8_valid_prefix("", 0) == 0);
+	/* Past the 8-byte ASCII steps: a NUL or a high byte inside a word. */
+	CHECK(utf8_valid_prefix("abcdefghij\0klmnopq", 18) == 10);
+	CHECK(utf8_valid_prefix("abcdefgh\xc3\xa9ijklmnop", 18) == 18);
+	CHECK(utf8_valid_prefix("abcdefgh\xc3(ijklmnop", 18) == 8);
 	CHECK(utf8_skip_partial("\x82\xac"
 				"z",
 				3) == 2);
