@@ -21,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "ctl-tty.h"
 #include "ctl-ws.h"
 #include "ctl.h"
@@ -305,9 +306,78 @@ static int finish(struct session *s)
 	return s->end == END_SIGNAL ? 128 + s->signal : CTL_API_ERROR;
 }
 
+/* One event of GET /v1/exec/{id}/output: output to stdout (text, or
+ * base64 for bytes that are not UTF-8), the exit's status remembered. */
+static void on_output_event(struct session *s, const cJSON *event)
+{
+	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(event, "type"));
+	const char *data = cJSON_GetStringValue(cJSON_GetObjectItem(event, "data"));
+	const char *encoding = cJSON_GetStringValue(cJSON_GetObjectItem(event, "encoding"));
+	if (type && !strcmp(type, "exit"))
+		on_exit_event(s, event);
+	else if (type && !strcmp(type, "lost"))
+		notice(s, "%.0f bytes of output were no longer kept",
+		       cJSON_GetNumberValue(cJSON_GetObjectItem(event, "bytes")));
+	else if (data && encoding && !strcmp(encoding, "base64")) {
+		size_t length = strlen(data), decoded_length;
+		uint8_t *decoded = xmalloc(length);
+		if (base64_decode(data, length, decoded, length, &decoded_length))
+			write_all(STDOUT_FILENO, decoded, decoded_length);
+		free(decoded);
+	} else if (data)
+		write_all(STDOUT_FILENO, (const uint8_t *)data, strlen(data));
+}
+
+/* An ended command as attaching would have shown it: its whole output
+ * (GET /v1/exec/{id}/output) and its status. */
+static int show_ended(struct ctl *ctl, const char *id)
+{
+	char *encoded = ctl_url_encode(id);
+	char *path = xasprintf("/v1/exec/%s/output?offset=0", encoded);
+	free(encoded);
+	struct client_response response;
+	int status = ctl_call_raw(ctl, "GET", path, NULL, NULL, 0, NULL, &response);
+	free(path);
+	if (status != CTL_OK)
+		return status;
+	if (response.status != 200) {
+		ctl_print_api_error(&response);
+		client_response_free(&response);
+		return CTL_API_ERROR;
+	}
+	struct session s = {.id = id, .exit_code = -1};
+	for (char *line = response.body, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		cJSON *event = cJSON_Parse(line);
+		on_output_event(&s, event);
+		cJSON_Delete(event);
+	}
+	client_response_free(&response);
+	return s.exit_code >= 0 ? s.exit_code : CTL_API_ERROR;
+}
+
+/* boxd refused the session. A command that has already ended (a short
+ * one may, before boxctl attaches to what it started) is shown as it
+ * would have been: its output and its status. */
+static int refused(struct ctl *ctl, const char *id, struct client_response *response,
+		   bool quiet_if_ended)
+{
+	int status = CTL_API_ERROR;
+	if (response->status == 409) {
+		if (!quiet_if_ended)
+			fprintf(stderr, "boxctl: %s has ended; its output follows\n", id);
+		status = show_ended(ctl, id);
+	} else if (response->status)
+		ctl_print_api_error(response);
+	client_response_free(response);
+	return status;
+}
+
 /* Attaches to command `id` on ctl's connection (upgraded in place) and
  * runs the session to its end; returns boxctl's exit status. */
-static int attach(struct ctl *ctl, const char *id, bool resize_first)
+static int attach(struct ctl *ctl, const char *id, bool started_here)
 {
 	struct client *client = ctl_client(ctl);
 	if (!client)
@@ -316,15 +386,18 @@ static int attach(struct ctl *ctl, const char *id, bool resize_first)
 	char *path = xasprintf("/v1/exec/%s/attach", encoded);
 	free(encoded);
 	struct session s = {.id = id, .exit_code = -1, .stdin_open = true};
-	int status = ctl_ws_open(&s.ws, client, path);
+	struct client_response refusal;
+	int status = ctl_ws_open(&s.ws, client, path, &refusal);
 	free(path);
 	if (status != CTL_OK)
-		return status;
+		return refused(ctl, id, &refusal, started_here);
 	sigset_t old_mask;
 	s.signal_fd = open_signal_fd(&old_mask);
 	signal(SIGPIPE, SIG_IGN);
 	s.raw = isatty(STDIN_FILENO) && ctl_tty_raw(STDIN_FILENO);
-	if (s.raw && resize_first && !send_resize(&s))
+	/* What boxctl started has this terminal's size already; a command
+	 * attached to may not. */
+	if (s.raw && !started_here && !send_resize(&s))
 		s.end = END_DROPPED;
 	run_loop(&s);
 	status = finish(&s);
@@ -338,8 +411,7 @@ static int run_attach(struct ctl *ctl, int argc, char **argv)
 {
 	if (argc != 2 || argv[1][0] == '-')
 		return ctl_usage_error("attach", "usage: boxctl attach ID");
-	/* This terminal's size may not be the one the command has. */
-	return attach(ctl, argv[1], true);
+	return attach(ctl, argv[1], false);
 }
 
 /* ---- boxctl shell ---- */
@@ -443,8 +515,7 @@ static int run_shell(struct ctl *ctl, int argc, char **argv)
 		cJSON_Delete(answer);
 		return CTL_API_ERROR;
 	}
-	/* Sized as this terminal already: no resize to send. */
-	status = attach(ctl, id, false);
+	status = attach(ctl, id, true);
 	cJSON_Delete(answer);
 	return status;
 }

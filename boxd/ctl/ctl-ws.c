@@ -43,9 +43,11 @@ static bool accept_matches(const struct client_response *response, const char *k
 	       ws_accept_key(key, expected) && !strcmp(accept, expected);
 }
 
-int ctl_ws_open(struct ctl_ws *ws, struct client *client, const char *path)
+int ctl_ws_open(struct ctl_ws *ws, struct client *client, const char *path,
+		struct client_response *refused)
 {
 	memset(ws, 0, sizeof *ws);
+	memset(refused, 0, sizeof *refused);
 	ws->fd = -1;
 	char key[25], headers[256], error[512];
 	if (!make_key(key)) {
@@ -62,11 +64,12 @@ int ctl_ws_open(struct ctl_ws *ws, struct client *client, const char *path)
 		fprintf(stderr, "boxctl: %s\n", error);
 		return CTL_API_ERROR;
 	}
-	int status = CTL_OK;
 	if (response.status != 101) {
-		ctl_print_api_error(&response);
-		status = CTL_API_ERROR;
-	} else if (!accept_matches(&response, key)) {
+		*refused = response;
+		return CTL_API_ERROR;
+	}
+	int status = CTL_OK;
+	if (!accept_matches(&response, key)) {
 		fprintf(stderr, "boxctl: boxd's WebSocket handshake answer is not RFC 6455's\n");
 		status = CTL_API_ERROR;
 	}

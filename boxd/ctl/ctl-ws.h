@@ -30,9 +30,12 @@ struct ctl_ws_event {
 };
 
 /* Upgrades `client`'s connection at `path` (GET). 0 when the server
- * switched and answered the key rightly; else 1 (CTL_API_ERROR) after
- * printing why: boxd's own error sentence when it refused. */
-int ctl_ws_open(struct ctl_ws *ws, struct client *client, const char *path);
+ * switched and answered the key rightly; else 1 (CTL_API_ERROR): when boxd
+ * answered with an error, that answer is in `refused` (the caller's to
+ * print and free) with nothing printed; on any other failure `refused`
+ * stays empty (status 0) and why is printed. */
+int ctl_ws_open(struct ctl_ws *ws, struct client *client, const char *path,
+		struct client_response *refused);
 void ctl_ws_free(struct ctl_ws *ws);
 
 /* Sends one whole frame, masked. False when the connection is gone. */
