@@ -13,6 +13,7 @@ extern const struct ctl_command ctl_steps_commands[];
 extern const struct ctl_command ctl_services_commands[];
 extern const struct ctl_command ctl_ports_commands[];
 extern const struct ctl_command ctl_exec_commands[];
+extern const struct ctl_command ctl_terminal_commands[];
 extern const struct ctl_command ctl_procs_commands[];
 extern const struct ctl_command ctl_screen_commands[];
 extern const struct ctl_command ctl_live_commands[];
@@ -23,13 +24,11 @@ extern const struct ctl_command ctl_files_commands[];
 
 /* In the order of the API's areas, as `boxctl --help` lists them. */
 static const struct ctl_command *const command_tables[] = {
-	ctl_health_commands,  ctl_freeze_commands,
-	ctl_exec_commands,    ctl_procs_commands,
-	ctl_secrets_commands, ctl_env_commands,
-	ctl_screen_commands,  ctl_live_commands,
-	ctl_sync_commands,    ctl_files_commands,
-	ctl_steps_commands,   ctl_services_commands,
-	ctl_ports_commands,   NULL,
+	ctl_health_commands,   ctl_freeze_commands, ctl_exec_commands,
+	ctl_terminal_commands, ctl_procs_commands,  ctl_secrets_commands,
+	ctl_env_commands,      ctl_screen_commands, ctl_live_commands,
+	ctl_sync_commands,     ctl_files_commands,  ctl_steps_commands,
+	ctl_services_commands, ctl_ports_commands,  NULL,
 };
 
 #define DEFAULT_SOCKET "/run/boxd/boxd.sock"

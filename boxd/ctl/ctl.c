@@ -39,8 +39,7 @@ int ctl_call_raw(struct ctl *ctl, const char *method, const char *path, const ch
 	return CTL_OK;
 }
 
-/* Prints the API's error sentence, or the status when the body has none. */
-static void print_api_error(const struct client_response *response)
+void ctl_print_api_error(const struct client_response *response)
 {
 	cJSON *json = cJSON_ParseWithLength(response->body, response->body_length);
 	cJSON *error = json ? cJSON_GetObjectItem(json, "error") : NULL;
@@ -78,7 +77,7 @@ int ctl_call_body(struct ctl *ctl, const char *method, const char *path, const c
 		if (ctl->json)
 			printf("%s\n", response.body);
 		else
-			print_api_error(&response);
+			ctl_print_api_error(&response);
 		client_response_free(&response);
 		return CTL_API_ERROR;
 	}

@@ -41,6 +41,9 @@ int ctl_call_body(struct ctl *ctl, const char *method, const char *path, const c
 int ctl_call_raw(struct ctl *ctl, const char *method, const char *path, const char *content_type,
 		 const void *body, size_t body_length, const char *extra_headers,
 		 struct client_response *response);
+/* Prints an error answer's sentence as ctl_call does ("boxctl: <message>
+ * (<code>)"), or its status when the body has none. */
+void ctl_print_api_error(const struct client_response *response);
 /* The connected client (connecting on first use), or NULL after printing why. */
 struct client *ctl_client(struct ctl *ctl);
 /* Prints `json` pretty when --json was given and returns true; else false. */

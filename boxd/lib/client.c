@@ -226,6 +226,9 @@ static bool read_head(struct client *client, struct client_response *response, c
 	}
 }
 
+static bool read_body(struct client *client, const char *method, struct client_response *response,
+		      struct body_sink *sink, char *error, size_t error_size);
+
 static bool read_response(struct client *client, const char *method,
 			  struct client_response *response, struct body_sink *sink, char *error,
 			  size_t error_size)
@@ -239,6 +242,13 @@ static bool read_response(struct client *client, const char *method,
 		if (!read_head(client, response, error, error_size))
 			return false;
 	}
+	return read_body(client, method, response, sink, error, error_size);
+}
+
+/* The body after a head already read, as its headers frame it. */
+static bool read_body(struct client *client, const char *method, struct client_response *response,
+		      struct body_sink *sink, char *error, size_t error_size)
+{
 	const char *encoding = client_response_header(response, "Transfer-Encoding");
 	const char *length = client_response_header(response, "Content-Length");
 	bool ok;
@@ -313,6 +323,46 @@ bool client_request_stream(struct client *client, const char *method, const char
 	struct body_sink sink = {.on_data = on_data, .arg = arg};
 	return exchange(client, method, path, content_type, body, body_length, extra_headers, &sink,
 			response, error, error_size);
+}
+
+bool client_upgrade(struct client *client, const char *path, const char *extra_headers,
+		    struct client_response *response, char *error, size_t error_size)
+{
+	memset(response, 0, sizeof *response);
+	/* No Content-Length: a GET's request ends with its head, and a server
+	 * switching protocols must not wait for a body. */
+	char *head = xasprintf("GET %s HTTP/1.1\r\nHost: boxd\r\n%s\r\n", path,
+			       extra_headers ? extra_headers : "");
+	bool sent = write_all(client->fd, head, strlen(head));
+	free(head);
+	if (!sent)
+		return text_fail(error, error_size, "cannot send the request to boxd: %s",
+				 strerror(errno));
+	if (!read_head(client, response, error, error_size))
+		return false;
+	if (response->status == 101)
+		return true;
+	struct body_sink sink = {0};
+	if (!read_body(client, "GET", response, &sink, error, error_size)) {
+		free(sink.data);
+		return false;
+	}
+	return true;
+}
+
+int client_fd(const struct client *client)
+{
+	return client->fd;
+}
+
+size_t client_take_buffered(struct client *client, void *out, size_t size)
+{
+	size_t take = client->end - client->start;
+	if (take > size)
+		take = size;
+	memcpy(out, client->buffer + client->start, take);
+	client->start += take;
+	return take;
 }
 
 const char *client_response_header(const struct client_response *response, const char *name)

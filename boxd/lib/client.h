@@ -43,6 +43,20 @@ bool client_request_stream(struct client *client, const char *method, const char
 			   bool (*on_data)(void *arg, const char *data, size_t length), void *arg,
 			   struct client_response *response, char *error, size_t error_size);
 
+/* Asks to switch protocols: GET `path` with `extra_headers` (Upgrade: and
+ * the rest). True with response->status 101 when the server switched: the
+ * connection is then the new protocol's (client_fd, client_take_buffered),
+ * and client_close still closes it. True with any other status when the
+ * server refused, its body read into response->body. False on a transport
+ * failure, with a sentence in `error`. */
+bool client_upgrade(struct client *client, const char *path, const char *extra_headers,
+		    struct client_response *response, char *error, size_t error_size);
+/* The connection's socket, for a protocol the client does not speak. */
+int client_fd(const struct client *client);
+/* Hands over up to `size` bytes the client read past the last answer
+ * (after a 101, the first bytes of the new protocol); returns how many. */
+size_t client_take_buffered(struct client *client, void *out, size_t size);
+
 /* Case-insensitive header lookup; NULL when absent. */
 const char *client_response_header(const struct client_response *response, const char *name);
 void client_response_free(struct client_response *response);

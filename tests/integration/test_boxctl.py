@@ -48,8 +48,8 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
     assert out.returncode == 0
 
 
-COMMANDS = ["health", "freeze", "thaw", "exec", "procs", "secrets", "env", "shot", "input", "record", "live", "sync",
-            "get", "steps", "lock", "unlock", "ports", "services"]
+COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "shot", "input",
+            "record", "live", "sync", "get", "steps", "lock", "unlock", "ports", "services"]
 
 
 def test_help_is_tidy_and_lists_every_command(boxd):
@@ -171,8 +171,10 @@ def test_bash_completion(boxd):
     assert complete(boxd, "boxctl exec --s") == ["--show"]
     assert complete(boxd, "boxctl record ") == ["start", "status", "stop"]
     assert complete(boxd, "boxctl freeze --") == ["--commands", "--reclaim"]
+    assert complete(boxd, "boxctl shell --") == ["--", "--cwd", "--env", "--user"]
     sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()
     assert complete(boxd, "boxctl procs stop ") == [sleeper]
     assert complete(boxd, "boxctl procs stop b_") == [sleeper]
+    assert complete(boxd, "boxctl attach ") == [sleeper]
     boxd.boxctl("procs", "stop", sleeper)
 
