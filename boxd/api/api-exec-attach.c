@@ -23,6 +23,7 @@
 
 #include "activity.h"
 #include "api.h"
+#include "exec-log.h"
 #include "exec.h"
 #include "exit-record.h"
 #include "router.h"
@@ -35,6 +36,9 @@
 /* Typed input the command does not read piles up to this, then the
  * session ends (1008): nobody types a megabyte ahead of a program. */
 #define ATTACH_INPUT_MAX (1u << 20)
+/* A command that ended before its replay reached the client: this much of
+ * its log's end is sent instead, as much as a replay would have held. */
+#define ATTACH_LATE_TAIL (512u << 10)
 
 struct attach {
 	struct event_base *base;
@@ -47,6 +51,7 @@ struct attach {
 	char *input_error;
 	struct evbuffer *queued; /* input the command has not taken yet */
 	struct event *writable;
+	uint64_t received; /* output bytes the command's stream gave */
 	bool paused, ending;
 	bool close_after; /* closeStdin came with input still on its way */
 };
@@ -79,6 +84,7 @@ static void send_error(struct attach *a, const char *fmt, ...)
 static void on_output(void *arg, bool is_stderr, const char *data, size_t length)
 {
 	struct attach *a = arg;
+	a->received += length;
 	ws_send(a->ws, false, data, length);
 	if (!a->paused && ws_pending(a->ws) > ATTACH_OUTPUT_HIGH) {
 		a->paused = true;
@@ -95,12 +101,34 @@ static void on_lost(void *arg, double bytes)
 	send_event(a, event);
 }
 
+/* The end of the log, for a client that came as the command ended: the
+ * shim answers a connection made after the end with the exit alone. */
+static void send_late_tail(struct attach *a)
+{
+	struct exec_log log;
+	if (!exec_log_open(&log, a->job))
+		return;
+	uint64_t end = exec_log_end(&log), at = exec_log_start(&log);
+	if (end - at > ATTACH_LATE_TAIL)
+		at = end - ATTACH_LATE_TAIL;
+	char *buffer = xmalloc(64u << 10);
+	ssize_t n;
+	while (at < end && (n = exec_log_read(&log, buffer, 64u << 10, at)) > 0) {
+		ws_send(a->ws, false, buffer, (size_t)n);
+		at += (uint64_t)n;
+	}
+	free(buffer);
+	exec_log_close(&log);
+}
+
 static void on_ended(void *arg)
 {
 	struct attach *a = arg;
 	if (a->ending)
 		return;
 	a->ending = true;
+	if (!a->received)
+		send_late_tail(a);
 	cJSON *event = exec_result_json(a->job, false);
 	cJSON_DeleteItemFromObject(event, "state");
 	cJSON_AddStringToObject(event, "type", "exit");

@@ -3,11 +3,11 @@
  * the fuzzer all run the same rules. */
 #include "websocket.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
+#include "sha1.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -30,13 +30,15 @@ bool ws_accept_key(const char *key, char out[29])
 	char joined[24 + sizeof GUID];
 	memcpy(joined, key, 24);
 	memcpy(joined + 24, GUID, sizeof GUID);
-	unsigned char digest[EVP_MAX_MD_SIZE];
-	unsigned int digest_length = 0;
-	if (!EVP_Digest(joined, 24 + sizeof GUID - 1, digest, &digest_length, EVP_sha1(), NULL) ||
-	    digest_length != 20)
-		return false;
-	/* 20 bytes are 28 characters of base64, and EVP_EncodeBlock adds the NUL. */
-	return EVP_EncodeBlock((unsigned char *)out, digest, 20) == 28;
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	sha1_digest(joined, 24 + sizeof GUID - 1, digest);
+	/* 20 bytes are 28 characters of base64. */
+	char *text = base64_encode(digest, sizeof digest);
+	bool ok = strlen(text) == 28;
+	if (ok)
+		memcpy(out, text, 29);
+	free(text);
+	return ok;
 }
 
 /* ---- heads ---- */

@@ -302,7 +302,7 @@ def pyte_screen(data, cols=80, rows=24):
 
 
 def full_screen_program():
-    for name in ("vim.tiny", "vim", "vi"):
+    for name in ("vim.tiny", "vim"):
         if shutil.which(name):
             return name
     pytest.skip("no vim in this machine (apt-get install vim-tiny)")
