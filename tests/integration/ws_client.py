@@ -61,13 +61,15 @@ class WebSocket:
 
     # ---- the handshake ----
 
-    def connect(self, unix_socket_path, path, headers=None):
-        """Connects and upgrades. `headers` replace or add to the usual
-        handshake's (a value of None leaves that header out). Raises
-        HandshakeRefused with the answer when it is not 101."""
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    def connect(self, address, path, headers=None):
+        """Connects to `address` (a unix socket's path, or (cid, port) for
+        vsock, as in the booted box) and upgrades. `headers` replace or add
+        to the usual handshake's (a value of None leaves that header out).
+        Raises HandshakeRefused with the answer when it is not 101."""
+        family = socket.AF_VSOCK if isinstance(address, tuple) else socket.AF_UNIX
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.settimeout(self.timeout)
-        self.sock.connect(unix_socket_path)
+        self.sock.connect(address)
         self.key = base64.b64encode(os.urandom(16)).decode()
         fields = {"Host": "boxd", "Upgrade": "websocket", "Connection": "Upgrade",
                   "Sec-WebSocket-Key": self.key, "Sec-WebSocket-Version": "13"}
