@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "router.h"
+#include "api-alive.h"
 #include "base64.h"
 #include "clock.h"
 #include "exec-log.h"
@@ -32,7 +33,6 @@
  * before reading stops until it drains (the router calls back below 64 KiB). */
 #define OUTPUT_PIECE (64u << 10)
 #define OUTPUT_HIGH (256u << 10)
-#define OUTPUT_ALIVE_SEC 20
 /* Without inotify, and while a rotation is caught half-way. */
 #define OUTPUT_POLL_MS 100
 #define OUTPUT_RETRY_MS 10
@@ -48,9 +48,7 @@ struct output_call {
 	int inotify_fd;  /* -1: polled */
 	struct event *notified;
 	struct event *timer; /* the poll, or a retry */
-	struct event *alive;
-	int64_t started_monotonic;
-	int64_t alive_armed_ms;
+	struct api_alive *alive;
 };
 
 static void call_release(void *data)
@@ -65,8 +63,7 @@ static void call_release(void *data)
 		close(call->inotify_fd);
 	if (call->timer)
 		event_free(call->timer);
-	if (call->alive)
-		event_free(call->alive);
+	api_alive_free(call->alive);
 	free(call->log_name);
 	free(call);
 }
@@ -94,12 +91,9 @@ static void send_line(struct output_call *call, cJSON *event)
 	send_line_sized(call, event, 4096);
 }
 
-/* (Re)starts the wait for an alive event: OUTPUT_ALIVE_SEC of silence. */
-static void arm_alive(struct output_call *call)
+static void send_alive(void *arg, cJSON *event)
 {
-	call->alive_armed_ms = clock_monotonic_ms();
-	struct timeval period = {OUTPUT_ALIVE_SEC, 0};
-	event_add(call->alive, &period);
+	send_line(arg, event);
 }
 
 /* `length` bytes read at call->offset (in a buffer with room for one more,
@@ -130,7 +124,7 @@ static void send_output(struct output_call *call, char *data, size_t length, boo
 	}
 	send_line_sized(call, event, room);
 	call->offset += length;
-	arm_alive(call);
+	api_alive_rearm(call->alive);
 }
 
 static void send_lost(struct output_call *call, uint64_t bytes)
@@ -284,24 +278,6 @@ static void on_job_end(void *arg, struct exec_job *job)
 		pump(call);
 }
 
-static void on_alive(evutil_socket_t fd, short what, void *arg)
-{
-	struct output_call *call = arg;
-	/* libevent's clock can run a few ms behind ours: never early. */
-	int64_t left = call->alive_armed_ms + OUTPUT_ALIVE_SEC * 1000 - clock_monotonic_ms();
-	if (left > 0) {
-		struct timeval rest = {0, (suseconds_t)left * 1000};
-		event_add(call->alive, &rest);
-		return;
-	}
-	cJSON *event = cJSON_CreateObject();
-	cJSON_AddStringToObject(event, "type", "alive");
-	cJSON_AddNumberToObject(event, "elapsedMs",
-				(double)(clock_monotonic_ms() - call->started_monotonic));
-	send_line(call, event);
-	arm_alive(call);
-}
-
 static void on_client_gone(struct api_request *req)
 {
 	api_stream_end(req); /* frees the call; the command carries on */
@@ -387,9 +363,7 @@ static void handle_output(struct api_request *req)
 	api_stream_start(req, 200, "application/x-ndjson", on_drained);
 	api_on_client_gone(req, on_client_gone);
 	call->timer = evtimer_new(api_base(req), on_timer, call);
-	call->alive = evtimer_new(api_base(req), on_alive, call);
-	call->started_monotonic = clock_monotonic_ms();
-	arm_alive(call);
+	call->alive = api_alive_new(api_base(req), send_alive, call);
 	if (follow && job->state == EXEC_RUNNING) {
 		watch_log(call);
 		call->watch = (struct exec_watch){.ended = on_job_end, .arg = call};

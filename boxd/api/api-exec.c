@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "router.h"
+#include "api-alive.h"
 #include "clock.h"
 #include "exec.h"
 #include "redact-json.h"
@@ -26,7 +27,6 @@
 /* execve(2) refuses one string over 128 KiB and a total near 2 MiB. */
 #define EXEC_MAX_ENV_ENTRY (128u * 1024)
 #define EXEC_MAX_ENV_TOTAL (1u << 20)
-#define EXEC_ALIVE_SEC 20
 /* memory.max below a few MiB cannot even start bash; 2^50 (1 PiB) is "any". */
 #define EXEC_MIN_MEMORY_MAX (4.0 * 1024 * 1024)
 #define EXEC_MAX_MEMORY_MAX 1125899906842624.0
@@ -227,9 +227,7 @@ struct exec_call {
 	bool watching;
 	/* streaming */
 	struct exec_stream *stream;
-	struct event *alive;
-	int64_t started_monotonic;
-	int64_t alive_armed_ms; /* when the alive timer was last (re)armed */
+	struct api_alive *alive;
 	/* Where the next byte received sits in the log: the shim writes each
 	 * piece to the log in the order it sends it, and the stream starts at
 	 * the first byte (held output), so counting what came and was lost
@@ -251,8 +249,7 @@ static void call_release(void *data)
 	if (call->job)
 		exec_release(call->job);
 	exec_stream_close(call->stream);
-	if (call->alive)
-		event_free(call->alive);
+	api_alive_free(call->alive);
 	free(call);
 }
 
@@ -274,6 +271,11 @@ static void stream_event(struct exec_call *call, cJSON *event)
 	api_stream_write(call->req, line, length + 1);
 	free(line);
 	cJSON_Delete(event);
+}
+
+static void send_alive(void *arg, cJSON *event)
+{
+	stream_event(arg, event);
 }
 
 /* `length` raw bytes at log offset `at`; "bytes" counts them as they are,
@@ -313,14 +315,6 @@ static void throttle(struct exec_call *call)
 	}
 }
 
-/* (Re)starts the wait for an alive event: EXEC_ALIVE_SEC of silence. */
-static void arm_alive(struct exec_call *call)
-{
-	call->alive_armed_ms = clock_monotonic_ms();
-	struct timeval period = {EXEC_ALIVE_SEC, 0};
-	event_add(call->alive, &period);
-}
-
 static void stream_output(void *arg, bool is_stderr, const char *data, size_t length)
 {
 	struct exec_call *call = arg;
@@ -341,7 +335,7 @@ static void stream_output(void *arg, bool is_stderr, const char *data, size_t le
 	if (whole)
 		emit_output(call, which, at, joined, whole);
 	free(joined);
-	arm_alive(call);
+	api_alive_rearm(call->alive);
 	throttle(call);
 }
 
@@ -379,26 +373,6 @@ static void on_stream_drained(struct api_request *req)
 	}
 }
 
-static void on_alive(evutil_socket_t fd, short what, void *arg)
-{
-	struct exec_call *call = arg;
-	/* libevent times on a coarse clock that can run a few ms behind ours:
-	 * an alive event comes after a full EXEC_ALIVE_SEC of silence, never
-	 * before, so wait out the difference. */
-	int64_t left = call->alive_armed_ms + EXEC_ALIVE_SEC * 1000 - clock_monotonic_ms();
-	if (left > 0) {
-		struct timeval rest = {0, (suseconds_t)left * 1000};
-		event_add(call->alive, &rest);
-		return;
-	}
-	cJSON *event = cJSON_CreateObject();
-	cJSON_AddStringToObject(event, "type", "alive");
-	cJSON_AddNumberToObject(event, "elapsedMs",
-				(double)(clock_monotonic_ms() - call->started_monotonic));
-	stream_event(call, event);
-	arm_alive(call);
-}
-
 static void on_stream_gone(struct api_request *req)
 {
 	/* The command carries on; its result stays available by id. */
@@ -414,9 +388,7 @@ static void stream_begin(struct exec_call *call)
 	cJSON_AddStringToObject(event, "id", call->job->id);
 	cJSON_AddNumberToObject(event, "pid", call->job->meta.pid);
 	stream_event(call, event);
-	call->started_monotonic = clock_monotonic_ms();
-	call->alive = evtimer_new(api_base(call->req), on_alive, call);
-	arm_alive(call);
+	call->alive = api_alive_new(api_base(call->req), send_alive, call);
 	static const struct exec_stream_callbacks callbacks = {
 		.output = stream_output,
 		.lost = stream_lost,

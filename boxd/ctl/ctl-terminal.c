@@ -25,6 +25,7 @@
 #include "ctl-tty.h"
 #include "ctl-ws.h"
 #include "ctl.h"
+#include "io.h"
 #include "xalloc.h"
 
 /* docker's detach keys: Ctrl-P then Ctrl-Q. */
@@ -61,20 +62,6 @@ static void notice(const struct session *s, const char *fmt, ...)
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%sboxctl: %s%s", s->raw ? "\r\n" : "", text, s->raw ? "\r\n" : "\n");
-}
-
-static bool write_all(int fd, const uint8_t *data, size_t length)
-{
-	while (length) {
-		ssize_t n = write(fd, data, length);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		data += n;
-		length -= (size_t)n;
-	}
-	return true;
 }
 
 static bool send_control(struct session *s, cJSON *control)
@@ -154,7 +141,7 @@ static void on_event(struct session *s, const struct ctl_ws_event *event)
 {
 	switch (event->opcode) {
 	case WS_BINARY:
-		if (!write_all(STDOUT_FILENO, event->data, event->length))
+		if (!io_write_all(STDOUT_FILENO, event->data, event->length))
 			s->end = END_FAILED; /* nowhere to show the output */
 		break;
 	case WS_TEXT: on_text(s, event->data, event->length); break;
@@ -322,10 +309,10 @@ static void on_output_event(struct session *s, const cJSON *event)
 		size_t length = strlen(data), decoded_length;
 		uint8_t *decoded = xmalloc(length);
 		if (base64_decode(data, length, decoded, length, &decoded_length))
-			write_all(STDOUT_FILENO, decoded, decoded_length);
+			io_write_all(STDOUT_FILENO, decoded, decoded_length);
 		free(decoded);
 	} else if (data)
-		write_all(STDOUT_FILENO, (const uint8_t *)data, strlen(data));
+		io_write_all(STDOUT_FILENO, (const uint8_t *)data, strlen(data));
 }
 
 /* An ended command as attaching would have shown it: its whole output
