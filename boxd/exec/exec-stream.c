@@ -158,7 +158,8 @@ bool exec_stream_control(struct exec_stream *stream, enum exec_control what, con
 	if (length + 1 > sizeof message)
 		return false;
 	message[0] = kinds[what];
-	memcpy(message + 1, payload, length);
+	if (length)
+		memcpy(message + 1, payload, length);
 	return send(stream->fd, message, length + 1, MSG_NOSIGNAL | MSG_DONTWAIT) ==
 	       (ssize_t)length + 1;
 }
