@@ -96,6 +96,24 @@ static bool send_surely(struct shim_client *client, char kind, const char *data,
 	       send_message(client, kind, data, length);
 }
 
+/* Output in messages of at most SHIM_MESSAGE_MAX, waiting for room a
+ * moment when `surely`; what is not sent (or follows what was not: the
+ * client reads it as one gap) is counted as lost. */
+static void send_pieces(struct shim_client *client, char kind, const char *data, size_t length,
+			bool surely)
+{
+	for (size_t at = 0; at < length && client->fd >= 0;) {
+		size_t n = length - at;
+		if (n > SHIM_MESSAGE_MAX - 1)
+			n = SHIM_MESSAGE_MAX - 1;
+		bool sent = !client->lost && (surely ? send_surely(client, kind, data + at, n)
+						     : send_message(client, kind, data + at, n));
+		if (!sent)
+			client->lost += n;
+		at += n;
+	}
+}
+
 /* The terminal's recent output, then the live output: nothing is written
  * between the two (the loop is this thread), so nothing is seen twice or
  * missed. What cannot be sent counts as lost, as live output does. */
@@ -103,14 +121,7 @@ static void send_replay(struct shim *shim, struct shim_client *client)
 {
 	char *kept = ring_copy(&shim->replay);
 	size_t length = shim->replay.length;
-	for (size_t at = 0; at < length && client->fd >= 0;) {
-		size_t n = length - at;
-		if (n > SHIM_MESSAGE_MAX - 1)
-			n = SHIM_MESSAGE_MAX - 1;
-		if (client->lost || !send_surely(client, SHIM_MSG_REPLAYED, kept + at, n))
-			client->lost += n;
-		at += n;
-	}
+	send_pieces(client, SHIM_MSG_REPLAYED, kept, length, true);
 	explicit_bzero(kept, length);
 	free(kept);
 	client->subscribed = client->fd >= 0;
@@ -216,14 +227,7 @@ void socket_broadcast(struct shim *shim, char kind, const char *data, size_t len
 			continue;
 		if (client->lost)
 			send_lost(client);
-		for (size_t at = 0; at < length && client->fd >= 0;) {
-			size_t n = length - at;
-			if (n > SHIM_MESSAGE_MAX - 1)
-				n = SHIM_MESSAGE_MAX - 1;
-			if (client->lost || !send_message(client, kind, data + at, n))
-				client->lost += n;
-			at += n;
-		}
+		send_pieces(client, kind, data, length, false);
 	}
 }
 

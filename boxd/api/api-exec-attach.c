@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "activity.h"
+#include "api-exec.h"
 #include "api.h"
 #include "exec-log.h"
 #include "exec.h"
@@ -334,12 +335,10 @@ static const struct ws_conn_ops session_ops = {on_message, on_drained, on_closed
 
 static void handle_attach(struct api_request *req)
 {
-	const char *id = api_param(req, 0);
-	struct exec_job *job = exec_find(id);
-	if (!job) {
-		api_reply_not_found(req, "no command %s", id);
+	struct exec_job *job = api_exec_find(req);
+	if (!job)
 		return;
-	}
+	const char *id = job->id;
 	if (job->state != EXEC_RUNNING) {
 		api_reply_failure(req, FAILURE_CONFLICT,
 				  "%s has ended: its output is at GET /v1/exec/%s/output, its "

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api-exec.h"
 #include "api.h"
 #include "exec.h"
 #include "router.h"
@@ -74,13 +75,10 @@ static void on_input(void *arg, int fd, bool terminal, enum failure failure, con
 
 static void handle_stdin(struct api_request *req)
 {
-	const char *id = api_param(req, 0);
 	const char *close_text = api_query(req, "close");
-	struct exec_job *job = exec_find(id);
-	if (!job) {
-		api_reply_not_found(req, "no command %s", id);
+	struct exec_job *job = api_exec_find(req);
+	if (!job)
 		return;
-	}
 	if (close_text && strcmp(close_text, "0") && strcmp(close_text, "1")) {
 		api_reply_bad_request(req, "close must be 0 or 1");
 		return;

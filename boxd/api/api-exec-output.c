@@ -20,6 +20,7 @@
 
 #include "router.h"
 #include "api-alive.h"
+#include "api-exec.h"
 #include "base64.h"
 #include "clock.h"
 #include "exec-log.h"
@@ -341,13 +342,9 @@ static bool parse_follow(struct api_request *req, bool *follow)
 
 static void handle_output(struct api_request *req)
 {
-	struct exec_job *job = exec_find(api_param(req, 0));
-	if (!job) {
-		api_reply_not_found(req,
-				    "no command %s: ids are kept an hour after the command ends",
-				    api_param(req, 0));
+	struct exec_job *job = api_exec_find(req);
+	if (!job)
 		return;
-	}
 	uint64_t offset;
 	bool follow;
 	if (!parse_offset(req, &offset) || !parse_follow(req, &follow))

@@ -11,6 +11,7 @@
 
 #include "router.h"
 #include "api-alive.h"
+#include "api-exec.h"
 #include "clock.h"
 #include "exec.h"
 #include "redact-json.h"
@@ -464,15 +465,21 @@ static void handle_exec(struct api_request *req)
 	exec_start(request, on_started, call);
 }
 
-static void handle_get(struct api_request *req)
+struct exec_job *api_exec_find(struct api_request *req)
 {
 	struct exec_job *job = exec_find(api_param(req, 0));
-	if (!job) {
+	if (!job)
 		api_reply_not_found(req,
 				    "no command %s: ids are kept an hour after the command ends",
 				    api_param(req, 0));
+	return job;
+}
+
+static void handle_get(struct api_request *req)
+{
+	struct exec_job *job = api_exec_find(req);
+	if (!job)
 		return;
-	}
 	api_reply_json(req, 200, exec_result_json(job, true));
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api-exec.h"
 #include "router.h"
 #include "config.h"
 #include "exec-log.h"
@@ -246,11 +247,9 @@ static bool query_number(struct api_request *req, const char *name, long long hi
 
 static void handle_log(struct api_request *req)
 {
-	struct exec_job *job = exec_find(api_param(req, 0));
-	if (!job) {
-		api_reply_not_found(req, "no command %s", api_param(req, 0));
+	struct exec_job *job = api_exec_find(req);
+	if (!job)
 		return;
-	}
 	long long tail = -1, offset = 0, limit = PROCS_LOG_DEFAULT_LIMIT;
 	if (!query_number(req, "tail", PROCS_TAIL_MAX_LINES, &tail) ||
 	    !query_number(req, "offset", INT64_MAX / 2, &offset) ||
