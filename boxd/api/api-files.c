@@ -1,7 +1,8 @@
 /* api-files.c: GET /v1/files?path=... (API.md, "Sync and files").
  *
- * A regular file streams as it is, with Range support (one range; 206 and
- * Content-Range, 416 past the end); a folder streams as a tar.gz. The
+ * A regular file streams as it is, with an ETag (a 304 for If-None-Match)
+ * and Range support (one range; 206 and Content-Range, 416 past the end;
+ * If-Range); a folder streams as a tar.gz. The
  * download is downloads.h's; this file parses, answers, and paces the
  * download by the answer: it produces only while less than HIGH_WATER
  * waits for the client (the stream's `drained` callback). */
@@ -117,10 +118,47 @@ static int parse_range(const char *header, off_t size, off_t *first, off_t *last
 	return 1;
 }
 
+/* Whether `etag` is among the tags of an If-None-Match header ("*", or a
+ * list of tags, weak ones compared weakly as RFC 9110 says). */
+static bool etag_listed(const char *header, const char *etag)
+{
+	size_t length = strlen(etag);
+	for (const char *at = header; *at;) {
+		at += strspn(at, " \t,");
+		if (*at == '*')
+			return true;
+		if (strncmp(at, "W/", 2) == 0)
+			at += 2;
+		if (strncmp(at, etag, length) == 0 && (at[length] == '\0' || at[length] == ',' ||
+						       at[length] == ' ' || at[length] == '\t'))
+			return true;
+		at += strcspn(at, ",");
+	}
+	return false;
+}
+
+/* The Range header, unless If-Range names another version of the file
+ * (then the whole file goes, RFC 9110 13.1.5). */
+static const char *wanted_range(struct api_request *req, const char *etag)
+{
+	const char *range = api_header(req, "Range");
+	const char *if_range = api_header(req, "If-Range");
+	return range && if_range && strcmp(if_range, etag) != 0 ? NULL : range;
+}
+
 static void send_file(struct api_request *req, struct download *download)
 {
+	char etag[96];
+	download_etag(download, etag, sizeof etag);
+	api_add_header(req, "ETag", etag);
+	const char *if_none_match = api_header(req, "If-None-Match");
+	if (if_none_match && etag_listed(if_none_match, etag)) {
+		api_reply_bytes(req, 304, "application/octet-stream", "", 0);
+		download_close(download);
+		return;
+	}
 	off_t size = download_size(download), first = 0, last = size - 1;
-	int range = parse_range(api_header(req, "Range"), size, &first, &last);
+	int range = parse_range(wanted_range(req, etag), size, &first, &last);
 	char header[96];
 	api_add_header(req, "X-Archive", "0");
 	api_add_header(req, "Accept-Ranges", "bytes");

@@ -27,6 +27,7 @@ static const char *reason_of(int status)
 	case 201: return "Created";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
+	case 304: return "Not Modified";
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
@@ -132,8 +133,13 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers, 
 		conn->heavy = true;
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, headers);
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
-	if (!conn->is_head_method && length)
+	/* A 304 has no body, and its Content-Length would have to be the
+	 * 200's (RFC 9110, 8.6): none. */
+	if (status == 304)
+		evbuffer_add(out, "\r\n", 2);
+	else
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
+	if (!conn->is_head_method && length && status != 304)
 		evbuffer_add(out, body, length);
 	answered(conn);
 	conn_send_now(conn);

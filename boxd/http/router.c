@@ -26,6 +26,7 @@
 
 struct query_pair {
 	char *name, *value;
+	size_t value_length; /* decoded: past a %00 in the value */
 };
 
 struct api_request {
@@ -419,7 +420,7 @@ const char *api_param(struct api_request *req, int index)
 }
 
 /* Query values decode %XX and '+' (a space); a malformed escape stays as it is. */
-static char *query_decode(const char *text, size_t length)
+static char *query_decode(const char *text, size_t length, size_t *decoded_length)
 {
 	char *out = xmalloc(length + 1), *at = out;
 	for (size_t i = 0; i < length; i++) {
@@ -436,6 +437,8 @@ static char *query_decode(const char *text, size_t length)
 		}
 	}
 	*at = '\0';
+	if (decoded_length)
+		*decoded_length = (size_t)(at - out);
 	return out;
 }
 
@@ -455,8 +458,10 @@ static void parse_query(struct api_request *req)
 				xrealloc(req->query, (req->query_count + 1) * sizeof *req->query);
 			struct query_pair *pair = &req->query[req->query_count++];
 			const char *name_end = equals ? equals : end;
-			pair->name = query_decode(at, (size_t)(name_end - at));
-			pair->value = equals ? query_decode(equals + 1, (size_t)(end - equals - 1))
+			pair->name = query_decode(at, (size_t)(name_end - at), NULL);
+			pair->value_length = 0;
+			pair->value = equals ? query_decode(equals + 1, (size_t)(end - equals - 1),
+							    &pair->value_length)
 					     : xstrdup("");
 		}
 		at = *end ? end + 1 : end;
@@ -471,6 +476,17 @@ const char *api_query(struct api_request *req, const char *name)
 		if (strcmp(req->query[i].name, name) == 0)
 			return req->query[i].value;
 	return NULL;
+}
+
+bool api_query_has_nul(struct api_request *req, const char *name)
+{
+	const char *value = api_query(req, name);
+	if (!value)
+		return false;
+	for (size_t i = 0; i < req->query_count; i++)
+		if (req->query[i].value == value)
+			return strlen(value) != req->query[i].value_length;
+	return false;
 }
 
 const char *api_header(struct api_request *req, const char *name)

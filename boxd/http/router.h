@@ -34,6 +34,10 @@ const char *api_method(struct api_request *req);
 const char *api_param(struct api_request *req, int index);
 /* A query parameter, percent-decoded, or NULL when absent. */
 const char *api_query(struct api_request *req, const char *name);
+/* True when that parameter's value held a NUL (%00), which api_query()'s
+ * C string cuts short: a path with one is a bad_request, never a shorter
+ * path. */
+bool api_query_has_nul(struct api_request *req, const char *name);
 const char *api_header(struct api_request *req, const char *name);
 /* The request body (never NULL; `length` may be 0). */
 const void *api_body(struct api_request *req, size_t *length);

@@ -36,6 +36,7 @@ struct download {
 	char *relative; /* a folder: relative to the work dir */
 	int fd;         /* a file; else -1 */
 	off_t size;
+	struct stat st;      /* a file: as opened */
 	off_t position, end; /* a file: what is left to send */
 	uint64_t sent;
 	bool started, finished, cancelled;
@@ -66,6 +67,14 @@ bool download_is_folder(const struct download *download)
 off_t download_size(const struct download *download)
 {
 	return download->size;
+}
+
+void download_etag(const struct download *download, char *etag, size_t etag_size)
+{
+	const struct stat *st = &download->st;
+	snprintf(etag, etag_size, "\"%" PRIx64 "-%" PRIx64 "-%" PRIx64 "-%" PRIx64 ".%lx\"",
+		 (uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+		 (uint64_t)st->st_mtim.tv_sec, (unsigned long)st->st_mtim.tv_nsec);
 }
 
 static int open_in_work(const char *relative)
@@ -139,6 +148,7 @@ struct download *download_open(const char *path, enum failure *failure, char *me
 	if (file) {
 		download->fd = fd;
 		download->size = st.st_size;
+		download->st = st;
 		free(relative);
 	} else {
 		close(fd);

@@ -34,6 +34,10 @@ struct download *download_open(const char *path, enum failure *failure, char *me
 bool download_is_folder(const struct download *download);
 /* A regular file's size, as opened. */
 off_t download_size(const struct download *download);
+/* A regular file's strong validator, as a quoted ETag: its device, inode,
+ * size and modification time (ns), in hex. Any write changes the last
+ * two; a file replaced by a rename changes the inode. */
+void download_etag(const struct download *download, char *etag, size_t etag_size);
 /* Frees a download that was opened and not started. */
 void download_close(struct download *download);
 
