@@ -14,6 +14,7 @@
 #include "callers.h"
 #include "config.h"
 #include "downloads.h"
+#include "files.h"
 #include "clock.h"
 #include "exec.h"
 #include "freeze.h"
@@ -136,6 +137,7 @@ static bool start_services(void)
 	upload_init(&config);
 	resumable_uploads_init(&config);
 	downloads_init(base, &config);
+	files_init(base, &config);
 	init_start(config.run_dir, config.hosts_file);
 	services_init(base, &config);
 	lock_init(config.run_dir);

@@ -59,7 +59,7 @@ static const char *box_user(void)
 
 /* ---- one call: a worker process, its output, its exit ---- */
 
-enum call_kind { CALL_DIFF, CALL_EXTRACT, CALL_CREATE };
+enum call_kind { CALL_DIFF, CALL_EXTRACT, CALL_CREATE, CALL_SHA256 };
 
 struct archive_call {
 	enum call_kind kind;
@@ -80,6 +80,7 @@ struct archive_call {
 	union {
 		archive_diff_done_fn diff;
 		archive_extract_done_fn extract;
+		archive_sha256_done_fn sha256;
 	} done;
 	void *arg;
 };
@@ -159,6 +160,7 @@ static void trim_heap(evutil_socket_t fd, short events, void *arg)
 
 static void answer_diff(struct archive_call *call);
 static void answer_extract(struct archive_call *call);
+static void answer_sha256(struct archive_call *call);
 
 static void call_free(struct archive_call *call)
 {
@@ -189,6 +191,8 @@ static void finish_if_done(struct archive_call *call)
 	}
 	if (call->kind == CALL_DIFF)
 		answer_diff(call);
+	else if (call->kind == CALL_SHA256)
+		answer_sha256(call);
 	else
 		answer_extract(call);
 	call_free(call);
@@ -344,6 +348,29 @@ static void answer_extract(struct archive_call *call)
 	cJSON_Delete(json);
 }
 
+static void answer_sha256(struct archive_call *call)
+{
+	cJSON *json = cJSON_ParseWithLength(call->output ? call->output : "", call->output_length);
+	struct archive_sha256_answer answer = {
+		.hex = cJSON_GetStringValue(cJSON_GetObjectItem(json, "sha256"))};
+	char why[1024];
+	if (answer.hex && strlen(answer.hex) == 64) {
+		answer.ok = true;
+		answer.size = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(json, "size"));
+	} else if (worker_error(json, &answer.failure, &answer.message)) {
+		if (!answer.message)
+			answer.message = "the hash failed";
+	} else {
+		snprintf(why, sizeof why,
+			 "the hash worker stopped without a result (status %d%s%s)", call->status,
+			 call->errors[0] ? ": " : "", call->errors);
+		answer =
+			(struct archive_sha256_answer){.failure = FAILURE_INTERNAL, .message = why};
+	}
+	call->done.sha256(call->arg, &answer);
+	cJSON_Delete(json);
+}
+
 /* A call whose worker did not start: done() hears it now, as a worker that
  * ended without a word (status -1, the reason as its stderr). */
 static struct archive_call *not_started(struct archive_call *call, const char *why)
@@ -352,6 +379,8 @@ static struct archive_call *not_started(struct archive_call *call, const char *w
 	snprintf(call->errors, sizeof call->errors, "%s", why);
 	if (call->kind == CALL_DIFF)
 		answer_diff(call);
+	else if (call->kind == CALL_SHA256)
+		answer_sha256(call);
 	else
 		answer_extract(call);
 	call_free(call);
@@ -388,6 +417,20 @@ struct archive_call *archive_client_extract(const char *dest, int input_fd,
 	char why[256];
 	const char *args[] = {"extract",  settings->work_dir, dest[0] ? dest : ".", "--user",
 			      box_user(), "--cache",          cache_path,           NULL};
+	if (!call_start(call, args, input_fd, why, sizeof why))
+		return not_started(call, why);
+	return call;
+}
+
+struct archive_call *archive_client_sha256(int input_fd, archive_sha256_done_fn done, void *arg)
+{
+	struct archive_call *call = xcalloc(1, sizeof *call);
+	*call = (struct archive_call){.kind = CALL_SHA256,
+				      .output_limit = EXTRACT_ANSWER_LIMIT,
+				      .done.sha256 = done,
+				      .arg = arg};
+	char why[256];
+	const char *args[] = {"sha256", settings->work_dir, "-", NULL};
 	if (!call_start(call, args, input_fd, why, sizeof why))
 		return not_started(call, why);
 	return call;

@@ -85,6 +85,22 @@ typedef void (*archive_extract_done_fn)(void *arg, const struct archive_extract_
 struct archive_call *archive_client_extract(const char *dest, int input_fd,
 					    archive_extract_done_fn done, void *arg);
 
+/* ---- sha256: a file's SHA-256 (GET /v1/files/stat, PUT /v1/files) ---- */
+
+struct archive_sha256_answer {
+	bool ok;
+	const char *hex; /* ok: 64 lower-case hex digits */
+	uint64_t size;   /* ok: the bytes hashed */
+	enum failure failure;
+	const char *message; /* !ok */
+};
+typedef void (*archive_sha256_done_fn)(void *arg, const struct archive_sha256_answer *answer);
+
+/* Hashes what `input_fd` (taken over: a regular file, read from its
+ * offset to its end) holds, in the worker: a 1 GiB file costs the loop
+ * nothing. done() and the result as for a diff. */
+struct archive_call *archive_client_sha256(int input_fd, archive_sha256_done_fn done, void *arg);
+
 /* ---- create: a folder as a tar.gz, streamed (GET /v1/files) ---- */
 
 struct archive_stream_handlers {
