@@ -1,5 +1,6 @@
-/* ctl-files.c: boxctl get PATH [-o FILE]: a file as it is, a folder as the
- * tar.gz boxd makes of it (X-Archive: 1), streamed to FILE or stdout. */
+/* ctl-files.c: boxctl get PATH [-o FILE] (also `files get`): a file as it
+ * is, a folder as the tar.gz boxd makes of it (X-Archive: 1), streamed to
+ * FILE or stdout. The other `files` subcommands are ctl-files-ops.c's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl-files.h"
 #include "ctl.h"
 #include "io.h"
 #include "xalloc.h"
@@ -50,7 +52,7 @@ static void print_error_body(const char *body, int status)
 	cJSON_Delete(json);
 }
 
-static int run_get(struct ctl *ctl, int argc, char **argv)
+int ctl_files_get(struct ctl *ctl, int argc, char **argv)
 {
 	const char *path = NULL, *output = NULL;
 	for (int i = 1; i < argc; i++) {
@@ -112,6 +114,12 @@ static int run_get(struct ctl *ctl, int argc, char **argv)
 
 const struct ctl_command ctl_files_commands[] = {
 	{"get", "  get PATH [-o FILE]          a file, or a folder as tar.gz, from the box",
-	 run_get},
+	 ctl_files_get},
+	{"files",
+	 "  files stat PATH [--hash] | files ls [PATH] [--depth N] | files mkdir [-p] PATH\n"
+	 "  files mv [-f] FROM TO | files rm [-r] PATH | files chmod MODE PATH\n"
+	 "  files put LOCAL PATH [--mode 0644] | files get PATH [-o FILE]\n"
+	 "                              one file or folder at a time, in the box",
+	 ctl_files_run},
 	{0},
 };

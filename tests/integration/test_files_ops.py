@@ -418,3 +418,46 @@ def test_etag_and_conditional_gets(boxd):
         response = boxd.request("GET", "/v1/files?path=e.bin", headers={"Range": header})
         assert response.status == 206 and response.body == expected
     assert boxd.request("GET", "/v1/files?path=e.bin", headers={"Range": "bytes=3-"}).status == 416
+
+
+def test_boxctl_files(boxd, tmp_path):
+    work = boxd.work_dir
+    local = tmp_path / "local.txt"
+    local.write_bytes(b"from here")
+
+    def ok(*args, input=None):
+        done = boxd.boxctl("files", *args, input=input)
+        assert done.returncode == 0, (args, done.stderr)
+        return done.stdout.decode()
+
+    assert "sub/put.txt" in ok("put", str(local), "sub/put.txt", "--mode", "0600")
+    assert open(os.path.join(work, "sub/put.txt"), "rb").read() == b"from here"
+    assert stat.S_IMODE(os.stat(os.path.join(work, "sub/put.txt")).st_mode) == 0o600
+    ok("put", "-", "sub/stdin.txt", input=b"piped")
+    assert open(os.path.join(work, "sub/stdin.txt"), "rb").read() == b"piped"
+    assert hashlib.sha256(b"piped").hexdigest() in ok("stat", "sub/stdin.txt", "--hash")
+    ok("mkdir", "-p", "sub/a/b")
+    assert os.path.isdir(os.path.join(work, "sub/a/b"))
+    listing = ok("ls", "sub", "--depth", "2")
+    assert "sub/a/b" in listing and "sub/put.txt" in listing
+    ok("mv", "sub/stdin.txt", "sub/a/moved.txt")
+    assert os.path.exists(os.path.join(work, "sub/a/moved.txt"))
+    ok("chmod", "0640", "sub/a/moved.txt")
+    assert stat.S_IMODE(os.stat(os.path.join(work, "sub/a/moved.txt")).st_mode) == 0o640
+    assert ok("get", "sub/a/moved.txt") == "piped"
+    answer = json_of(boxd.boxctl("--json", "files", "stat", "sub/a/moved.txt"))
+    assert answer["type"] == "file" and answer["mode"] == "0640"
+    done = boxd.boxctl("files", "rm", "sub")
+    assert done.returncode == 1 and b"recursive" in done.stderr
+    ok("rm", "-r", "sub")
+    assert not os.path.exists(os.path.join(work, "sub"))
+    done = boxd.boxctl("files", "stat", "../x")
+    assert done.returncode == 1 and b"contains .." in done.stderr or b".." in done.stderr
+    assert boxd.boxctl("files", "frob").returncode == 2
+    assert boxd.boxctl("files", "chmod", "0644").returncode == 2
+
+
+def json_of(done):
+    import json
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
