@@ -7,7 +7,7 @@
 
 #define STEPS_KEPT 30
 
-/* kind: exec, bg, stop, upload, shot, record, get, input (or lock). */
+/* kind: exec, bg, stop, upload, shot, record, get, input, files (or lock). */
 void steps_add(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* {"steps":[{"at","kind","summary"}...]}, oldest first. */
 cJSON *steps_to_json(void);
