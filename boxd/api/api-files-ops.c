@@ -15,6 +15,7 @@
 #include "files.h"
 #include "router.h"
 #include "text.h"
+#include "xalloc.h"
 
 static void reply_error(struct api_request *req, const struct files_error *error)
 {
@@ -103,7 +104,7 @@ static void handle_stat(struct api_request *req)
 		reply_error(req, &error);
 		return;
 	}
-	struct stat_call *call = calloc(1, sizeof *call);
+	struct stat_call *call = xcalloc(1, sizeof *call);
 	call->answer = json;
 	api_set_data(req, call, stat_call_free);
 	api_on_client_gone(req, on_stat_gone);
@@ -241,7 +242,7 @@ static void handle_put(struct api_request *req)
 {
 	const char *path = query_path(req);
 	int mode = path ? query_mode(req) : -2;
-	struct put_call *call = calloc(1, sizeof *call);
+	struct put_call *call = xcalloc(1, sizeof *call);
 	if (mode == -2 || !expected_sha256(req, call->expected)) {
 		free(call);
 		return;
