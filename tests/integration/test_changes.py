@@ -357,3 +357,18 @@ def test_names_that_are_not_utf8(boxd):
     cursor = answer["cursor"]
     open(os.path.join(boxd.work_dir, long), "w").close()
     assert changes(boxd, cursor)["changes"][0]["path"].endswith(long)
+
+
+def test_boxctl_changes(boxd):
+    cursor = ready_cursor(boxd)
+    os.mkdir(os.path.join(boxd.work_dir, "made"))
+    result = boxd.boxctl("changes", "--since", cursor)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0].split() == ["created", "dir", os.path.join(boxd.work_dir, "made")]
+    assert lines[-1].startswith("cursor ")
+    scoped = boxd.boxctl("--json", "changes", "made", "--since", lines[-1].split()[1])
+    assert json.loads(scoped.stdout)["changes"] == []
+    bad = boxd.boxctl("changes", "--since", "nope")
+    assert bad.returncode == 1 and b"cursor" in bad.stderr
+    assert boxd.boxctl("changes", "--bogus").returncode == 2
