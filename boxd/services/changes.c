@@ -129,7 +129,7 @@ static void trim(void)
 	while (journal.count > 0) {
 		struct journal_entry *oldest = entry_at(0);
 		bool over_count = journal.live > journal.keep;
-		bool old = now - oldest->at_ms > journal.keep_ms;
+		bool old = now - oldest->at_ms >= journal.keep_ms;
 		if (!oldest->dead && !(over_count && old) &&
 		    journal.live <= journal.keep * HARD_FACTOR)
 			break;
