@@ -12,6 +12,7 @@
 #include "archive-client.h"
 #include "capabilities.h"
 #include "callers.h"
+#include "changes.h"
 #include "config.h"
 #include "downloads.h"
 #include "files.h"
@@ -154,6 +155,10 @@ static bool start_services(void)
 		return false;
 	}
 	health_init(base, config.work_dir, config.run_dir, config.display);
+	/* From the start, whether or not anyone asks: the lock's hand-back
+	 * tells what changed while a person had the screen. The walk goes in
+	 * slices behind the answers. */
+	changes_init(base, &config);
 	exec_init(base, &config);
 	/* Once the commands' cgroup is known: the routes that act for the
 	 * control plane refuse commands from the first request on. */
@@ -174,6 +179,7 @@ static void stop_services(void)
 	freeze_stop();
 	services_stop();
 	health_stop();
+	changes_stop();
 	server_stop();
 	exec_shutdown();
 	notify_stop();

@@ -17,6 +17,7 @@ extern const struct api_route api_sync_routes[];
 extern const struct api_route api_uploads_routes[];
 extern const struct api_route api_files_routes[];
 extern const struct api_route api_files_ops_routes[];
+extern const struct api_route api_files_changes_routes[];
 extern const struct api_route api_init_routes[];
 extern const struct api_route api_services_routes[];
 extern const struct api_route api_ports_routes[];
@@ -37,6 +38,7 @@ const struct api_route *const api_route_tables[] = {
 	api_uploads_routes,
 	api_files_routes,
 	api_files_ops_routes,
+	api_files_changes_routes,
 	api_init_routes,
 	api_services_routes,
 	api_ports_routes,

@@ -33,6 +33,8 @@ enum option_id {
 	OPT_INGRESS_BASE,
 	OPT_FREEZE_LIMIT,
 	OPT_LOG_CAP,
+	OPT_CHANGES_KEEP,
+	OPT_CHANGES_KEEP_SEC,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -58,6 +60,8 @@ static const struct option long_options[] = {
 	{"ingress-base", required_argument, NULL, OPT_INGRESS_BASE},
 	{"freeze-limit", required_argument, NULL, OPT_FREEZE_LIMIT},
 	{"log-cap", required_argument, NULL, OPT_LOG_CAP},
+	{"changes-keep", required_argument, NULL, OPT_CHANGES_KEEP},
+	{"changes-keep-sec", required_argument, NULL, OPT_CHANGES_KEEP_SEC},
 	{"help", no_argument, NULL, OPT_HELP},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -71,7 +75,7 @@ void config_usage(const char *program)
 	       "       [--commands-cgroup /PATH] [--idle-timeout S]\n"
 	       "       [--log-level error|warning|notice|info|debug] [--hosts-file PATH]\n"
 	       "       [--screen-idle S] [--ingress-base N|off] [--freeze-limit S]\n"
-	       "       [--log-cap BYTES]\n"
+	       "       [--log-cap BYTES] [--changes-keep N] [--changes-keep-sec S]\n"
 	       "\n"
 	       "boxd serves the box's HTTP API on a unix socket and on vsock.\n"
 	       "--dev keeps everything under ./.boxd-dev with vsock off, for trying it out.\n"
@@ -202,6 +206,23 @@ static bool apply(struct boxd_config *config, int id, const char *value, char *e
 				"--log-cap takes bytes from 16384 to 1099511627776, not `%s`",
 				value);
 		config->log_cap_bytes = (unsigned long long)number;
+		return true;
+	case OPT_CHANGES_KEEP:
+		/* The journal keeps at least this many changes (docs/changes.md). */
+		if (!parse_int(value, 10, 10000000, &number))
+			return text_fail(
+				error, size,
+				"--changes-keep takes a count from 10 to 10000000, not `%s`",
+				value);
+		config->changes_keep = (size_t)number;
+		return true;
+	case OPT_CHANGES_KEEP_SEC:
+		if (!parse_int(value, 0, 7 * 86400, &number))
+			return text_fail(
+				error, size,
+				"--changes-keep-sec takes seconds from 0 to 604800, not `%s`",
+				value);
+		config->changes_keep_sec = (int)number;
 		return true;
 	case OPT_IDLE_TIMEOUT:
 		if (!parse_int(value, 1, 86400, &number))
@@ -359,6 +380,8 @@ static void defaults(struct boxd_config *config)
 	config->log_cap_bytes = 512ull << 20;
 	config->cgroup = CGROUP_MODE_AUTO;
 	config->idle_timeout_sec = 60;
+	config->changes_keep = 100000;
+	config->changes_keep_sec = 3600;
 	config->log_level = LOG_LEVEL_INFO;
 }
 

@@ -38,6 +38,10 @@ struct boxd_config {
 	int idle_timeout_sec; /* a connection silent this long is dropped */
 	/* What a command's log keeps on disk at most (its newest output). */
 	unsigned long long log_cap_bytes;
+	/* The changes journal keeps at least this many changes, and those of the
+	 * last changes_keep_sec (docs/changes.md). */
+	size_t changes_keep;
+	int changes_keep_sec;
 	enum log_level log_level;
 };
 
