@@ -49,7 +49,7 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
 
 
 COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "shot", "input",
-            "record", "live", "sync", "get", "files", "steps", "lock", "unlock", "ports", "services"]
+            "record", "live", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
 
 
 def test_help_is_tidy_and_lists_every_command(boxd):
