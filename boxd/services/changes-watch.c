@@ -30,10 +30,11 @@
 #define WATCH_MASK                                                                     \
 	(IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | \
 	 IN_DONT_FOLLOW | IN_ONLYDIR | IN_EXCL_UNLINK)
-#define SLICE_US 5000     /* one slice of the walk */
-#define READS_PER_TURN 16 /* reads of events before the loop's other work has a turn */
-#define SLICE_PRIORITY 2  /* the lowest of main.c's three */
-#define RETRY_FULL_SEC 30 /* a full watch table: try again this often */
+#define SLICE_US 5000          /* one slice of the walk */
+#define READS_PER_TURN 16      /* reads of events before the loop's other work has a turn */
+#define SLICE_PRIORITY 2       /* the lowest of main.c's three */
+#define RETRY_FULL_SEC 30      /* a full watch table: try again after this, */
+#define RETRY_FULL_MAX_SEC 600 /* doubling up to this */
 
 struct dir {
 	int wd;
@@ -55,6 +56,7 @@ static struct {
 	struct pending *head, *tail; /* folders to read */
 	size_t walking;              /* of those, the first walk's (not new folders) */
 	bool full;                   /* a watch could not be added: incomplete */
+	int retry_sec;               /* the next wait for room in the watch table */
 	int64_t walk_started_us;     /* 0 once the walk has ended */
 	/* A rename's first half, until its second (same cookie) or none. */
 	uint32_t cookie;
@@ -104,6 +106,14 @@ static void dir_set_path(struct dir *dir, const char *path)
 	path_map_put_str(watch.by_path, dir->path, dir);
 }
 
+static void retry_later(void)
+{
+	struct timeval later = {watch.retry_sec, 0};
+	event_add(watch.retry, &later);
+	watch.retry_sec =
+		watch.retry_sec * 2 > RETRY_FULL_MAX_SEC ? RETRY_FULL_MAX_SEC : watch.retry_sec * 2;
+}
+
 static void watch_full(void)
 {
 	if (!watch.full)
@@ -112,8 +122,14 @@ static void watch_full(void)
 			"changes answer all: true until it has room");
 	watch.full = true;
 	journal_lost();
-	struct timeval later = {RETRY_FULL_SEC, 0};
-	event_add(watch.retry, &later);
+	/* The watch table is the user's too (a dev server, a test runner in
+	 * watch mode): boxd gives its watches back at once, outside the walk
+	 * that ran out, rather than hold the table full until it has room. */
+	struct timeval now = {0, 0};
+	if (watch.fd >= 0)
+		event_add(watch.retry, &now);
+	else
+		retry_later();
 }
 
 /* Watches the folder at `path`; false when it is gone or not a folder. */
@@ -244,6 +260,7 @@ static void walk_ended(void)
 	if (watch.head || watch.full)
 		return;
 	journal_complete();
+	watch.retry_sec = RETRY_FULL_SEC;
 	if (!watch.walk_started_us)
 		return;
 	struct changes_stats stats;
@@ -437,10 +454,17 @@ static void start_over(void)
 	push("", false);
 }
 
+/* A full table: first the watches are given back, later a new walk. */
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
-	if (watch.full)
-		start_over();
+	if (!watch.full)
+		return;
+	if (watch.fd >= 0) {
+		forget_all();
+		retry_later();
+		return;
+	}
+	start_over();
 }
 
 void watch_start(struct event_base *base, const char *work_dir)
@@ -453,6 +477,7 @@ void watch_start(struct event_base *base, const char *work_dir)
 	watch.slice = event_new(base, -1, 0, on_slice, NULL);
 	event_priority_set(watch.slice, SLICE_PRIORITY);
 	watch.retry = evtimer_new(base, on_retry, NULL);
+	watch.retry_sec = RETRY_FULL_SEC;
 	if (watch.work_fd < 0) {
 		log_msg(LOG_LEVEL_ERROR, "changes: cannot open the work dir %s: %s", work_dir,
 			strerror(errno));

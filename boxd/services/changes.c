@@ -207,12 +207,13 @@ void journal_record(enum change_kind kind, enum change_type type, const char *pa
 
 void journal_lost(void)
 {
+	if (journal.complete) /* once per loss, not once per watch refused */
+		log_msg(LOG_LEVEL_WARNING,
+			"changes: events were lost (queue overflow or watch limit); cursors before "
+			"now answer all: true");
 	journal.complete = false;
 	journal.overflows++;
 	path_map_clear(journal.last_modified);
-	log_msg(LOG_LEVEL_WARNING,
-		"changes: events were lost (queue overflow or watch limit); cursors before now "
-		"answer all: true");
 }
 
 void journal_complete(void)

@@ -282,6 +282,44 @@ def test_queue_overflow_answers_all_then_recovers(boxd_factory):
     check(before, snapshot(boxd.work_dir), changes(boxd, cursor), boxd.work_dir, "recovered")
 
 
+def watches_held(pid):
+    """How many inotify watches the process holds, from its fds' fdinfo."""
+    held = 0
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                held += sum(line.startswith("inotify wd:") for line in f)
+        except FileNotFoundError:
+            pass
+    return held
+
+
+def test_a_full_watch_table_gives_every_watch_back(boxd_factory):
+    """The watch table is the box's tools' too (a dev server, a test runner
+    watching): boxd out of room gives back what it holds and answers all,
+    rather than keep the table full. The limit is lowered in a user
+    namespace of boxd's own (/proc/sys/user is per namespace), so nothing
+    else on the machine feels it."""
+    if subprocess.run(["unshare", "--user", "--map-root-user", "true"]).returncode != 0:
+        pytest.skip("no user namespaces here")
+    boxd = boxd_factory(start=False)
+    os.makedirs(boxd.work_dir, exist_ok=True)
+    for i in range(40):
+        os.makedirs(os.path.join(boxd.work_dir, f"d{i}"))
+    boxd.wrapper = ["unshare", "--user", "--map-root-user", "sh", "-c",
+                    'echo 20 >/proc/sys/user/max_inotify_watches && exec "$@"', "sh"]
+    boxd.start()
+    status, body = boxd.call("GET", "/v1/files/changes")
+    assert status == 200, body
+    cursor = body["cursor"]
+    # What stays is boxd's few watches of single files elsewhere (its
+    # settings), not the tree's.
+    wait_for(lambda: watches_held(boxd.proc.pid) <= 5, timeout=10,
+             what="boxd to give the tree's watches back")
+    assert changes(boxd, cursor)["all"] is True
+    assert "watch table is full" in boxd.log()
+
+
 # ---- follow ----
 
 def test_follow_streams_changes_within_a_moment(boxd):
