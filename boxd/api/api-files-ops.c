@@ -176,16 +176,14 @@ static void on_put_hashed(void *arg, const struct archive_sha256_answer *answer)
 		put_commit(req, call, answer->hex);
 }
 
-static void on_put_body(struct api_request *req, bool complete, int written_error)
+/* The bytes are on disk (or not): the hash, when one was given, then the
+ * rename. */
+static void on_put_durable(void *arg, const struct files_error *error)
 {
+	struct api_request *req = arg;
 	struct put_call *call = api_data(req);
-	struct files_error error;
-	if (!complete && (written_error == EPROTO)) {
-		api_reply_bad_request(req, "the body was malformed: nothing was written");
-		return;
-	}
-	if (!files_put_written(call->put, complete ? 0 : written_error, &error)) {
-		reply_error(req, &error); /* a client that left hears nothing */
+	if (error) {
+		reply_error(req, error); /* a client that left hears nothing */
 		return;
 	}
 	if (!call->expected[0]) {
@@ -198,6 +196,18 @@ static void on_put_body(struct api_request *req, bool complete, int written_erro
 		return;
 	}
 	archive_client_sha256(reader, on_put_hashed, req);
+}
+
+static void on_put_body(struct api_request *req, bool complete, int written_error)
+{
+	struct put_call *call = api_data(req);
+	if (!complete && (written_error == EPROTO)) {
+		api_reply_bad_request(req, "the body was malformed: nothing was written");
+		return;
+	}
+	if (!complete && !written_error)
+		written_error = EIO; /* an end short of the body is never a whole file */
+	files_put_written(call->put, complete ? 0 : written_error, on_put_durable, req);
 }
 
 /* X-Content-SHA256, when given, as 64 lower-case hex digits into

@@ -57,9 +57,11 @@ void files_errno(struct files_error *error, int code, const char *what, const ch
  * NULL with errno when lstat fails. */
 cJSON *files_entry_json(int dir_fd, const char *name, const char *shown);
 
-/* The work dir, and files-tree.c's loop (given at files_init). */
+/* The work dir, and the loop given at files_init (files-tree.c keeps it):
+ * where offloaded work (a removal, a write's fsync) ends. */
 const char *files_work_dir(void);
 void files_tree_init(struct event_base *base);
+struct event_base *files_loop(void);
 
 /* `relative` shown as an absolute path under the work dir; caller frees. */
 char *files_shown(const char *relative);

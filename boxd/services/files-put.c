@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "offload.h"
 #include "random-id.h"
 #include "steps.h"
 #include "xalloc.h"
@@ -94,15 +95,41 @@ struct files_put *files_put_begin(const char *path, int mode, int *body_fd,
 	return put;
 }
 
-bool files_put_written(struct files_put *put, int written_error, struct files_error *error)
+struct put_sync {
+	struct files_put *put;
+	int error; /* the write's, then the fsync's */
+	files_put_done *done;
+	void *arg;
+};
+
+/* On disk before the rename: a crash then leaves the old file or the
+ * whole new one, never an empty one under the name. */
+static void put_sync_work(void *arg)
 {
-	/* On disk before the rename: a crash then leaves the old file or the
-	 * whole new one, never an empty one under the name. */
-	if (!written_error && fsync(put->fd) < 0)
-		written_error = errno;
+	struct put_sync *sync = arg;
+	if (fsync(sync->put->fd) < 0)
+		sync->error = errno;
+}
+
+static void put_sync_done(void *arg)
+{
+	struct put_sync *sync = arg;
+	struct files_error error;
+	if (sync->error)
+		files_errno(&error, sync->error, "write", sync->put->place.shown);
+	sync->done(sync->arg, sync->error ? &error : NULL);
+	free(sync);
+}
+
+void files_put_written(struct files_put *put, int written_error, files_put_done *done, void *arg)
+{
+	struct put_sync *sync = xcalloc(1, sizeof *sync);
+	*sync = (struct put_sync){.put = put, .error = written_error, .done = done, .arg = arg};
 	if (written_error)
-		files_errno(error, written_error, "write", put->place.shown);
-	return !written_error;
+		put_sync_done(sync);
+	else
+		offload_run(files_loop(), "files: the fsync of a write", put_sync_work,
+			    put_sync_done, sync);
 }
 
 int files_put_reader(struct files_put *put)

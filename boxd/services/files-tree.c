@@ -27,6 +27,11 @@ void files_tree_init(struct event_base *base)
 	loop = base;
 }
 
+struct event_base *files_loop(void)
+{
+	return loop;
+}
+
 /* ---- listing ---- */
 
 struct listing {

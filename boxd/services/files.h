@@ -81,9 +81,12 @@ struct files_put;
  * refused or names a folder. */
 struct files_put *files_put_begin(const char *path, int mode, int *body_fd,
 				  struct files_error *error);
-/* The body is in (`written_error` 0) or failed with that errno: the data is
- * made durable, or the failure said (a full disk: disk_full). */
-bool files_put_written(struct files_put *put, int written_error, struct files_error *error);
+/* The body is in (`written_error` 0) or failed with that errno. The data is
+ * made durable on a thread (an fsync of a GiB takes seconds the loop must
+ * not wait), then done() runs on the loop with NULL, or the failure (a full
+ * disk: disk_full; valid during the call). `put` must live until then. */
+typedef void files_put_done(void *arg, const struct files_error *error);
+void files_put_written(struct files_put *put, int written_error, files_put_done *done, void *arg);
 /* A new fd reading the temporary file from its start (to hash it). */
 int files_put_reader(struct files_put *put);
 /* Puts the file in place (its mode, then a rename over the old one) and
