@@ -41,8 +41,7 @@ struct follow_call {
 static void add_path(cJSON *object, const char *name, const char *hex_name, const char *relative)
 {
 	const char *work_dir = api_config()->work_dir;
-	char *path = xmalloc(strlen(work_dir) + strlen(relative) + 2);
-	sprintf(path, *relative ? "%s/%s" : "%s%s", work_dir, relative);
+	char *path = xasprintf(*relative ? "%s/%s" : "%s%s", work_dir, relative);
 	size_t length = strlen(path);
 	if (utf8_valid(path, length)) {
 		cJSON_AddStringToObject(object, name, path);

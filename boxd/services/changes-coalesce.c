@@ -104,8 +104,7 @@ static char *origin(struct table *table, const char *path)
 		}
 		if (item && item->kind == CHANGE_MOVED) {
 			const char *rest = path + strlen(prefix);
-			char *was = xmalloc(strlen(item->from) + strlen(rest) + 1);
-			sprintf(was, "%s%s", item->from, rest);
+			char *was = xasprintf("%s%s", item->from, rest);
 			free(prefix);
 			return was;
 		}
@@ -206,8 +205,7 @@ static void carry_subtree(struct table *table, const char *from, const char *to,
 		struct item *item = &table->items[i];
 		if (!item->alive || item->kind == CHANGE_REMOVED || !under(item->path, from))
 			continue;
-		char *moved = xmalloc(strlen(to) + strlen(item->path) - from_length + 1);
-		sprintf(moved, "%s%s", to, item->path + from_length);
+		char *moved = xasprintf("%s%s", to, item->path + from_length);
 		kill(table, item);
 		item->alive = true;
 		free(item->path);
@@ -338,8 +336,7 @@ static bool in_created_folder(const char *path, struct path_map *created)
 static void list_folder(const char *work_dir, const char *folder, const struct changes_scope *scope,
 			struct path_map *named, struct change_list *out)
 {
-	char *full = xmalloc(strlen(work_dir) + strlen(folder) + 2);
-	sprintf(full, "%s/%s", work_dir, folder);
+	char *full = xasprintf("%s/%s", work_dir, folder);
 	DIR *dir = opendir(full);
 	free(full);
 	if (!dir)
@@ -347,8 +344,7 @@ static void list_folder(const char *work_dir, const char *folder, const struct c
 	for (struct dirent *child; (child = readdir(dir)) != NULL;) {
 		if (!strcmp(child->d_name, ".") || !strcmp(child->d_name, ".."))
 			continue;
-		char *path = xmalloc(strlen(folder) + strlen(child->d_name) + 2);
-		sprintf(path, "%s/%s", folder, child->d_name);
+		char *path = xasprintf("%s/%s", folder, child->d_name);
 		enum change_type type = child->d_type == DT_DIR   ? CHANGE_DIR
 					: child->d_type == DT_LNK ? CHANGE_LINK
 								  : CHANGE_FILE;

@@ -71,12 +71,7 @@ static void start_over(void);
 
 static char *join(const char *folder, const char *name)
 {
-	char *path = xmalloc(strlen(folder) + strlen(name) + 2);
-	if (*folder)
-		sprintf(path, "%s/%s", folder, name);
-	else
-		strcpy(path, name);
-	return path;
+	return *folder ? xasprintf("%s/%s", folder, name) : xstrdup(name);
 }
 
 static enum change_type type_of(const char *path, bool is_dir)
@@ -184,8 +179,7 @@ static void rename_subtree(const char *from, const char *to)
 		const char *at = dirs[i]->path;
 		if (strncmp(at, from, length) != 0 || (at[length] && at[length] != '/'))
 			continue;
-		char *moved = xmalloc(strlen(to) + strlen(at) - length + 1);
-		sprintf(moved, "%s%s", to, at + length);
+		char *moved = xasprintf("%s%s", to, at + length);
 		dir_set_path(dirs[i], moved);
 		free(moved);
 	}
