@@ -18,6 +18,7 @@
 #include "api.h"
 #include "api-alive.h"
 #include "changes.h"
+#include "files.h"
 #include "redact-json.h"
 #include "utf8.h"
 #include "work-path.h"
@@ -38,35 +39,22 @@ struct follow_call {
 
 /* ---- entries as JSON ---- */
 
-static void add_path(cJSON *object, const char *name, const char *hex_name, const char *relative)
+static void add_path(cJSON *object, const char *name, const char *relative)
 {
 	const char *work_dir = api_config()->work_dir;
 	char *path = xasprintf(*relative ? "%s/%s" : "%s%s", work_dir, relative);
-	size_t length = strlen(path);
-	if (utf8_valid(path, length)) {
-		cJSON_AddStringToObject(object, name, path);
-	} else {
-		size_t clean_length;
-		char *clean = utf8_sanitize(path, length, &clean_length);
-		cJSON_AddStringToObject(object, name, clean);
-		free(clean);
-		char *hex = xmalloc(length * 2 + 1);
-		for (size_t i = 0; i < length; i++)
-			sprintf(hex + i * 2, "%02x", (unsigned char)path[i]);
-		cJSON_AddStringToObject(object, hex_name, hex);
-		free(hex);
-	}
+	files_add_name(object, name, path, strlen(path));
 	free(path);
 }
 
 static cJSON *change_json(const struct change *change)
 {
 	cJSON *item = cJSON_CreateObject();
-	add_path(item, "path", "pathHex", change->path);
+	add_path(item, "path", change->path);
 	cJSON_AddStringToObject(item, "kind", change_kind_name(change->kind));
 	cJSON_AddStringToObject(item, "type", change_type_name(change->type));
 	if (change->from)
-		add_path(item, "from", "fromHex", change->from);
+		add_path(item, "from", change->from);
 	if (change->modified)
 		cJSON_AddTrueToObject(item, "modified");
 	return item;

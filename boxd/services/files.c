@@ -270,7 +270,7 @@ bool files_place_is_work_dir(const struct files_place *place)
 /* `bytes` as a JSON string; a name that is not UTF-8 (Linux names are
  * bytes) is shown with U+FFFD for its bad bytes and given exactly, in hex,
  * as `<key>Hex`. */
-static void add_name(cJSON *json, const char *key, const char *bytes, size_t length)
+void files_add_name(cJSON *json, const char *key, const char *bytes, size_t length)
 {
 	if (utf8_valid_prefix(bytes, length) == length) {
 		cJSON_AddItemToObject(json, key, cJSON_CreateString(bytes));
@@ -299,7 +299,7 @@ cJSON *files_entry_json(int dir_fd, const char *name, const char *shown)
 	if (!name || fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return NULL;
 	cJSON *json = cJSON_CreateObject();
-	add_name(json, "path", shown, strlen(shown));
+	files_add_name(json, "path", shown, strlen(shown));
 	cJSON_AddStringToObject(json, "type", type_of(st.st_mode));
 	cJSON_AddNumberToObject(json, "size", (double)st.st_size);
 	char mode[8];
@@ -313,7 +313,7 @@ cJSON *files_entry_json(int dir_fd, const char *name, const char *shown)
 		ssize_t got = readlinkat(dir_fd, name, target, sizeof target - 1);
 		if (got >= 0) {
 			target[got] = '\0';
-			add_name(json, "target", target, (size_t)got);
+			files_add_name(json, "target", target, (size_t)got);
 		}
 	}
 	return json;

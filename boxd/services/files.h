@@ -37,6 +37,10 @@ struct files_error {
 	char message[1200];
 };
 
+/* `bytes` as the JSON string `key`; a name that is not UTF-8 is shown with
+ * U+FFFD for its bad bytes and given exactly, in hex, as `<key>Hex`. */
+void files_add_name(cJSON *json, const char *key, const char *bytes, size_t length);
+
 /* "0644", "755", "4755": octal, at most 07777. False for anything else. */
 bool files_parse_mode(const char *text, mode_t *mode);
 
