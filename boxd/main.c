@@ -22,6 +22,7 @@
 #include "activity.h"
 #include "health.h"
 #include "init.h"
+#include "handback.h"
 #include "lock.h"
 #include "log.h"
 #include "notify.h"
@@ -163,6 +164,9 @@ static bool start_services(void)
 	/* Once the commands' cgroup is known: the routes that act for the
 	 * control plane refuse commands from the first request on. */
 	callers_init(protect_dir(), exec_commands_cgroup());
+	handback_init(base, &config);
+	if (lock_is_locked())
+		handback_begin(true);
 	freeze_init(base, config.run_dir, config.freeze_limit_sec, exec_commands_cgroup(),
 		    exec_shims_cgroup());
 	if (config.report &&

@@ -39,27 +39,6 @@ struct follow_call {
 
 /* ---- entries as JSON ---- */
 
-static void add_path(cJSON *object, const char *name, const char *relative)
-{
-	const char *work_dir = api_config()->work_dir;
-	char *path = xasprintf(*relative ? "%s/%s" : "%s%s", work_dir, relative);
-	files_add_name(object, name, path, strlen(path));
-	free(path);
-}
-
-static cJSON *change_json(const struct change *change)
-{
-	cJSON *item = cJSON_CreateObject();
-	add_path(item, "path", change->path);
-	cJSON_AddStringToObject(item, "kind", change_kind_name(change->kind));
-	cJSON_AddStringToObject(item, "type", change_type_name(change->type));
-	if (change->from)
-		add_path(item, "from", change->from);
-	if (change->modified)
-		cJSON_AddTrueToObject(item, "modified");
-	return item;
-}
-
 static cJSON *list_json(const struct change_list *list)
 {
 	cJSON *body = cJSON_CreateObject();
@@ -70,7 +49,8 @@ static cJSON *list_json(const struct change_list *list)
 	}
 	cJSON *changes = cJSON_AddArrayToObject(body, "changes");
 	for (size_t i = 0; i < list->count; i++)
-		cJSON_AddItemToArray(changes, change_json(&list->items[i]));
+		cJSON_AddItemToArray(changes,
+				     change_to_json(&list->items[i], api_config()->work_dir));
 	return body;
 }
 
@@ -117,7 +97,7 @@ static void send_news(struct follow_call *call)
 		return;
 	if (list.all || list.count) {
 		for (size_t i = 0; i < list.count; i++)
-			send_line(call, change_json(&list.items[i]));
+			send_line(call, change_to_json(&list.items[i], api_config()->work_dir));
 		send_cursor(call, list.cursor, list.all);
 	} else {
 		free(call->cursor); /* nothing in scope: move on quietly */

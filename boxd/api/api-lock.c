@@ -2,11 +2,41 @@
 #include <string.h>
 
 #include "router.h"
+#include "handback.h"
 #include "lock.h"
 #include "log.h"
 #include "steps.h"
 
 #define NOTE_MAX 2000
+
+/* Between the call that hands back and its answer. */
+static bool handing_back;
+
+static void take(struct api_request *req, const char *note)
+{
+	lock_set(true, note);
+	handback_begin(false);
+	log_msg(LOG_LEVEL_INFO, "locked: a person has the screen");
+	cJSON *reply = lock_to_json();
+	/* A repeat of this call's X-Request-Id gets the lock without its
+	 * token: the token is answered once, never kept. */
+	api_keep_instead(req, lock_to_json());
+	cJSON_AddStringToObject(reply, "token", lock_token());
+	api_reply_json(req, 200, reply);
+}
+
+/* The hand-back: the lock ends once what the person did is known. */
+static void handed_back(void *arg, int64_t held_ms, cJSON *changes)
+{
+	struct api_request *req = arg;
+	handing_back = false;
+	lock_set(false, NULL);
+	log_msg(LOG_LEVEL_INFO, "unlocked after %lld ms", (long long)held_ms);
+	cJSON *reply = lock_to_json();
+	cJSON_AddNumberToObject(reply, "heldMs", (double)held_ms);
+	cJSON_AddItemToObject(reply, "changes", changes);
+	api_reply_json(req, 200, reply);
+}
 
 static void handle_put_lock(struct api_request *req)
 {
@@ -39,23 +69,23 @@ static void handle_put_lock(struct api_request *req)
 			(long long)lock_since());
 		return;
 	}
-	if (now_locked != lock_is_locked()) {
-		lock_set(now_locked, text);
+	if (now_locked != lock_is_locked())
 		steps_add("lock",
 			  now_locked ? "a person took the screen%s%s"
 				     : "the screen was handed back%s%s",
 			  text ? ": " : "", text ? text : "");
-		log_msg(LOG_LEVEL_INFO,
-			now_locked ? "locked: a person has the screen" : "unlocked");
-	}
-	cJSON *reply = lock_to_json();
-	if (lock_token()) {
-		/* A repeat of this call's X-Request-Id gets the lock without its
-		 * token: the token is answered once, never kept. */
-		api_keep_instead(req, lock_to_json());
-		cJSON_AddStringToObject(reply, "token", lock_token());
-	}
-	api_reply_json(req, 200, reply);
+	if (now_locked && !lock_is_locked())
+		take(req, text);
+	else if (!now_locked && lock_is_locked() && handing_back)
+		api_reply_failure(req, FAILURE_CONFLICT,
+				  "the screen is being handed back already: its answer goes "
+				  "to the call that asked first");
+	else if (!now_locked && lock_is_locked()) {
+		/* Asked before the lock ends, so what is marked is still there. */
+		handing_back = true;
+		handback_end(handed_back, req);
+	} else
+		api_reply_json(req, 200, lock_to_json());
 }
 
 static void handle_get_lock(struct api_request *req)

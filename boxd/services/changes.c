@@ -17,6 +17,7 @@
 
 #include "changes-internal.h"
 #include "clock.h"
+#include "files.h"
 #include "log.h"
 #include "path-map.h"
 #include "random-id.h"
@@ -44,6 +45,26 @@ static struct {
 	struct changes_follower *followers;
 	struct event *flush; /* followers told on the loop, never inside a query */
 } journal;
+
+static void add_path(cJSON *object, const char *name, const char *work_dir, const char *relative)
+{
+	char *path = xasprintf(*relative ? "%s/%s" : "%s%s", work_dir, relative);
+	files_add_name(object, name, path, strlen(path));
+	free(path);
+}
+
+cJSON *change_to_json(const struct change *change, const char *work_dir)
+{
+	cJSON *item = cJSON_CreateObject();
+	add_path(item, "path", work_dir, change->path);
+	cJSON_AddStringToObject(item, "kind", change_kind_name(change->kind));
+	cJSON_AddStringToObject(item, "type", change_type_name(change->type));
+	if (change->from)
+		add_path(item, "from", work_dir, change->from);
+	if (change->modified)
+		cJSON_AddTrueToObject(item, "modified");
+	return item;
+}
 
 const char *change_kind_name(enum change_kind kind)
 {

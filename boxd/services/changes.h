@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "config.h"
 #include "failure.h"
 
@@ -59,6 +61,9 @@ bool changes_since(const char *cursor, const struct changes_scope *scope, struct
 		   enum failure *failure, char *why, size_t why_size);
 void change_list_free(struct change_list *list);
 
+/* {"path","kind","type"[,"from"][,"modified"]}, paths absolute under
+ * `work_dir` (with pathHex/fromHex for names that are not UTF-8). */
+cJSON *change_to_json(const struct change *change, const char *work_dir);
 const char *change_kind_name(enum change_kind kind);
 const char *change_type_name(enum change_type type);
 

@@ -1,0 +1,146 @@
+"""The lock's hand-back (API.md, "Lock"): what a person did while they had
+the screen, against what was really done: files written, commands typed at a
+terminal's prompt, boxd's own commands."""
+import os
+import pty
+import signal
+import time
+
+from conftest import wait_for
+from exec_helpers import ok
+
+
+def lock(boxd):
+    status, body = boxd.call("PUT", "/v1/lock", {"locked": True, "note": "a login"})
+    assert status == 200, body
+    return body["token"]
+
+
+def unlock(boxd):
+    status, body = boxd.call("PUT", "/v1/lock", {"locked": False})
+    assert status == 200, body
+    assert body["locked"] is False and body["heldMs"] >= 0
+    return body
+
+
+class Terminal:
+    """A shell on a terminal of its own, as a person's xterm runs it."""
+
+    def __init__(self):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+        self.output = b""
+        self.type("PS1='$ '\n")
+
+    def type(self, text):
+        os.write(self.fd, text.encode())
+
+    def read_until(self, marker, timeout=10):
+        deadline = time.monotonic() + timeout
+        while marker.encode() not in self.output and time.monotonic() < deadline:
+            try:
+                self.output += os.read(self.fd, 4096)
+            except OSError:
+                break
+        assert marker.encode() in self.output, self.output
+
+    def close(self):
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def test_nothing_done_says_so(boxd):
+    lock(boxd)
+    body = unlock(boxd)
+    changes = body["changes"]
+    assert changes["files"] == [] and changes["commands"] == [], changes
+    assert "filesAll" not in changes and "commandsSeen" not in changes, changes
+
+
+def test_files_written_while_locked_are_listed_as_changes_lists_them(boxd):
+    work = boxd.work_dir
+    os.makedirs(f"{work}/repo")
+    with open(f"{work}/repo/old.txt", "w") as f:
+        f.write("old")
+    wait_for(lambda: boxd.call("GET", "/v1/files/changes")[0] == 200)
+    time.sleep(0.3)  # the watch covers the new folder
+    lock(boxd)
+    with open(f"{work}/repo/notes.txt", "w") as f:
+        f.write("the person wrote this")
+    os.remove(f"{work}/repo/old.txt")
+    os.rename(f"{work}/repo", f"{work}/project")
+    time.sleep(0.3)
+    changes = unlock(boxd)["changes"]
+    got = sorted((c["kind"], c["path"], c.get("from")) for c in changes["files"])
+    assert got == sorted([
+        ("moved", f"{work}/project", f"{work}/repo"),
+        ("created", f"{work}/project/notes.txt", None),
+        ("removed", f"{work}/repo/old.txt", None),
+    ]), changes["files"]
+
+
+def test_a_command_typed_at_a_prompt_is_listed_and_its_children_are_not(boxd):
+    term = Terminal()
+    try:
+        term.read_until("$ ")
+        lock(boxd)
+        term.type("sleep 0.4; bash -c 'sleep 0.3; true'; echo done-$((40+2))\n")
+        term.read_until("done-42")
+        changes = unlock(boxd)["changes"]
+    finally:
+        term.close()
+    commands = [c["command"] for c in changes["commands"]]
+    # The two programs the shell ran; not the inner bash's own sleep.
+    assert commands == ["sleep 0.4", "bash -c sleep 0.3; true"], changes["commands"]
+    assert all(c["pid"] > 0 and c["startedAt"] > 0 and "id" not in c
+               for c in changes["commands"])
+
+
+def test_commands_before_the_lock_are_not_listed(boxd):
+    term = Terminal()
+    try:
+        term.read_until("$ ")
+        term.type("sleep 0.2; echo first-$((1+1))\n")
+        term.read_until("first-2")
+        ok(boxd, "true")
+        lock(boxd)
+        changes = unlock(boxd)["changes"]
+    finally:
+        term.close()
+    assert changes["commands"] == [], changes
+
+
+def test_a_secret_in_a_typed_command_is_masked(boxd):
+    assert boxd.call("PUT", "/v1/secrets", {"secrets": {"API_TOKEN": "hunter2-very-secret"}})[0] == 200
+    term = Terminal()
+    try:
+        term.read_until("$ ")
+        lock(boxd)
+        term.type("bash -c 'sleep 0.3' hunter2-very-secret; echo x-$((2+3))\n")
+        term.read_until("x-5")
+        body = boxd.request("PUT", "/v1/lock", {"locked": False})
+    finally:
+        term.close()
+        boxd.call("PUT", "/v1/secrets", {"secrets": {}})
+    assert b"hunter2" not in body.body
+    commands = body.json()["changes"]["commands"]
+    assert [c["command"] for c in commands] == ["bash -c sleep 0.3 ****"], commands
+
+
+def test_a_second_hand_back_finds_the_screen_unlocked(boxd):
+    lock(boxd)
+    unlock(boxd)
+    status, body = boxd.call("PUT", "/v1/lock", {"locked": False})
+    assert status == 200 and body == {"locked": False, "note": None, "since": None}
+
+
+def test_each_lock_starts_afresh(boxd):
+    lock(boxd)
+    with open(f"{boxd.work_dir}/one.txt", "w") as f:
+        f.write("1")
+    time.sleep(0.2)
+    assert [c["path"] for c in unlock(boxd)["changes"]["files"]] == [f"{boxd.work_dir}/one.txt"]
+    lock(boxd)
+    assert unlock(boxd)["changes"]["files"] == []
