@@ -1,5 +1,6 @@
 #include "handback.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "lock.h"
 #include "log.h"
 #include "proc-events.h"
+#include "screen-client.h"
 #include "xalloc.h"
 
 /* Commands told at most; more are counted in "commandsMore". A build a person
@@ -32,7 +34,20 @@ static struct {
 	struct seen_command commands[COMMANDS_MAX];
 	size_t command_count, commands_more;
 	bool commands_heard; /* the kernel's process events were open */
+	/* The screen's look at the lock: a hash of its full-size PNG without
+	 * the pointer (the encoder is deterministic: same pixels, same bytes). */
+	bool look_known;
+	uint64_t look;
+	unsigned lock_number; /* a look that comes after its lock ended is dropped */
 } handback;
+
+/* A hand-back on its way: its answers come one after another. */
+struct ending {
+	handback_done_fn done;
+	void *arg;
+	int64_t held_ms;
+	cJSON *changes;
+};
 
 void handback_init(struct event_base *base, const struct boxd_config *config)
 {
@@ -147,6 +162,53 @@ static void add_files(cJSON *changes)
 	change_list_free(&list);
 }
 
+/* ---- the screen ---- */
+
+static uint64_t hash_bytes(const void *data, size_t length)
+{
+	/* FNV-1a: the two looks are compared, nothing is kept against attack. */
+	uint64_t hash = 0xcbf29ce484222325u;
+	for (size_t i = 0; i < length; i++)
+		hash = (hash ^ ((const unsigned char *)data)[i]) * 0x100000001b3u;
+	return hash ^ length;
+}
+
+static void take_look(screen_shot_done_fn done, void *arg)
+{
+	static const struct screen_shot_options options = {.format = "png", .cursor = "0"};
+	screen_shot(&options, done, arg);
+}
+
+static void on_first_look(void *arg, const struct screen_shot *shot,
+			  const struct screen_failure *failed)
+{
+	if (!shot || (uintptr_t)arg != handback.lock_number)
+		return;
+	handback.look = hash_bytes(shot->data, shot->length);
+	handback.look_known = true;
+}
+
+static void finish(struct ending *ending)
+{
+	ending->done(ending->arg, ending->held_ms, ending->changes);
+	free(ending);
+}
+
+/* "screen": whether it looks different from when the person took it; null
+ * when either look could not be taken (no display, or not yet at the lock). */
+static void on_last_look(void *arg, const struct screen_shot *shot,
+			 const struct screen_failure *failed)
+{
+	struct ending *ending = arg;
+	if (shot && handback.look_known)
+		cJSON_AddBoolToObject(ending->changes, "screen",
+				      hash_bytes(shot->data, shot->length) != handback.look);
+	else
+		cJSON_AddNullToObject(ending->changes, "screen");
+	handback.look_known = false;
+	finish(ending);
+}
+
 /* ---- the lock's two ends ---- */
 
 void handback_begin(bool taken_back)
@@ -155,27 +217,37 @@ void handback_begin(bool taken_back)
 	free(handback.files_cursor);
 	handback.files_cursor = changes_cursor();
 	handback.since_ms = lock_since();
+	handback.look_known = false;
+	handback.lock_number++;
+	/* At boxd's start the look at the lock is long gone. */
+	if (!taken_back)
+		take_look(on_first_look, (void *)(uintptr_t)handback.lock_number);
 	handback.since_before_start = taken_back;
 	listen_for_commands();
 }
 
 void handback_end(handback_done_fn done, void *arg)
 {
-	int64_t since = handback.since_ms, held_ms = clock_now_ms() - since;
-	cJSON *changes = cJSON_CreateObject();
-	add_files(changes);
-	cJSON_AddItemToObject(changes, "commands", commands_json(since));
+	struct ending *ending = xmalloc(sizeof *ending);
+	ending->done = done;
+	ending->arg = arg;
+	ending->held_ms = clock_now_ms() - handback.since_ms;
+	ending->changes = cJSON_CreateObject();
+	add_files(ending->changes);
+	cJSON_AddItemToObject(ending->changes, "commands", commands_json(handback.since_ms));
 	if (handback.commands_more)
-		cJSON_AddNumberToObject(changes, "commandsMore", (double)handback.commands_more);
+		cJSON_AddNumberToObject(ending->changes, "commandsMore",
+					(double)handback.commands_more);
 	if (!handback.commands_heard)
-		cJSON_AddStringToObject(changes, "commandsSeen", "boxd");
+		cJSON_AddStringToObject(ending->changes, "commandsSeen", "boxd");
 	if (handback.since_before_start)
-		cJSON_AddStringToObject(changes, "incomplete",
+		cJSON_AddStringToObject(ending->changes, "incomplete",
 					"boxd restarted during the takeover: files are not listed "
 					"(filesAll), commands only since its start");
 	proc_events_stop();
 	forget_commands();
 	free(handback.files_cursor);
 	handback.files_cursor = NULL;
-	done(arg, held_ms, changes);
+	handback.lock_number++;
+	take_look(on_last_look, ending);
 }

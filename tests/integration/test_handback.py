@@ -8,6 +8,7 @@ import time
 
 from conftest import wait_for
 from exec_helpers import ok
+from screen_helpers import box, display  # noqa: F401 (fixtures)
 
 
 def lock(boxd):
@@ -118,7 +119,7 @@ def test_a_secret_in_a_typed_command_is_masked(boxd):
     try:
         term.read_until("$ ")
         lock(boxd)
-        term.type("bash -c 'sleep 0.3' hunter2-very-secret; echo x-$((2+3))\n")
+        term.type("bash -c 'sleep 0.3; true' hunter2-very-secret; echo x-$((2+3))\n")
         term.read_until("x-5")
         body = boxd.request("PUT", "/v1/lock", {"locked": False})
     finally:
@@ -126,7 +127,7 @@ def test_a_secret_in_a_typed_command_is_masked(boxd):
         boxd.call("PUT", "/v1/secrets", {"secrets": {}})
     assert b"hunter2" not in body.body
     commands = body.json()["changes"]["commands"]
-    assert [c["command"] for c in commands] == ["bash -c sleep 0.3 ****"], commands
+    assert [c["command"] for c in commands] == ["bash -c sleep 0.3; true ****"], commands
 
 
 def test_a_second_hand_back_finds_the_screen_unlocked(boxd):
@@ -144,3 +145,25 @@ def test_each_lock_starts_afresh(boxd):
     assert [c["path"] for c in unlock(boxd)["changes"]["files"]] == [f"{boxd.work_dir}/one.txt"]
     lock(boxd)
     assert unlock(boxd)["changes"]["files"] == []
+
+
+# ---- the screen ----
+
+def test_the_screen_unchanged_is_false_and_a_change_is_true(box, display):
+    display.run(["xsetroot", "-solid", "#203040"])
+    lock(box)
+    time.sleep(0.3)
+    # The pointer moving is not the screen changing.
+    display.run(["xdotool", "mousemove", "300", "300"])
+    changes = unlock(box)["changes"]
+    assert changes["screen"] is False, changes
+    lock(box)
+    time.sleep(0.3)
+    display.run(["xsetroot", "-solid", "#a04020"])
+    changes = unlock(box)["changes"]
+    assert changes["screen"] is True, changes
+
+
+def test_without_a_display_the_screen_is_unknown(boxd):
+    lock(boxd)
+    assert unlock(boxd)["changes"]["screen"] is None
