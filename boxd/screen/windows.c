@@ -23,6 +23,8 @@
 #define WINDOWS_FRAME_DEPTH 3
 /* An EWMH window manager asked to activate a window has this long. */
 #define WINDOWS_MANAGER_WAIT_MS 1000
+/* Looking again this often while waiting for it. */
+#define WINDOWS_POLL_MS 30
 
 enum {
 	ATOM_WM_STATE,
@@ -535,7 +537,9 @@ static void windows_mark_focus(struct windows *windows, const struct windows_sta
 		for (size_t i = 0; i < list->count; i++)
 			if (list->items[i].id == start->active ||
 			    list->items[i].top == start->active)
-				list->items[i].focused = true;
+				/* A minimised window takes no keys, whatever the
+				 * property says while the manager moves on. */
+				list->items[i].focused = list->items[i].visible;
 		return;
 	}
 	xcb_window_t focus = start->focus;
@@ -602,20 +606,28 @@ static void windows_ask_manager(struct windows *windows, xcb_window_t window)
 	xcb_flush(windows->connection);
 }
 
-/* Polls the listing until window `id` is shown and focused, for at most
- * WINDOWS_MANAGER_WAIT_MS; `list` holds the last listing. */
+/* Polls the listing until window `id` is shown, focused and still (a
+ * window manager may animate a restore: openbox slides a window in from
+ * its icon for some 200 ms, and an agent clicks where the answer says),
+ * for at most WINDOWS_MANAGER_WAIT_MS; `list` holds the last listing. */
 static bool windows_wait_focused(struct windows *windows, uint32_t id, struct window_list *list,
 				 size_t *index)
 {
-	for (int waited = 0;; waited += 10) {
+	int last[4] = {-1, -1, -1, -1};
+	for (int waited = 0;; waited += WINDOWS_POLL_MS) {
 		windows_list(windows, list);
 		if (windows_find(list, id, index) && list->items[*index].visible &&
-		    list->items[*index].focused)
-			return true;
+		    list->items[*index].focused) {
+			const struct window_info *window = &list->items[*index];
+			int now[4] = {window->x, window->y, window->width, window->height};
+			if (memcmp(now, last, sizeof now) == 0)
+				return true;
+			memcpy(last, now, sizeof now);
+		}
 		if (waited >= WINDOWS_MANAGER_WAIT_MS)
 			return false;
 		window_list_clear(list);
-		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		nanosleep(&(struct timespec){0, WINDOWS_POLL_MS * 1000 * 1000}, NULL);
 	}
 }
 

@@ -274,6 +274,53 @@ def test_boxctl_windows(box, display, two):
     assert complete(box, "boxctl windows focus ") == sorted([first["id"], second["id"]])
 
 
+@pytest.fixture
+def openbox(display):
+    """openbox on the display: a reparenting EWMH window manager."""
+    if not shutil.which("openbox") or not shutil.which("wmctrl"):
+        pytest.skip("openbox or wmctrl is not installed (packaging/install-deps installs them)")
+    proc = subprocess.Popen(["openbox", "--sm-disable"], env=display.env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    wait_for(lambda: display.run(["wmctrl", "-m"], check=False).returncode == 0, timeout=20,
+             what="openbox to manage the display")
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_under_a_window_manager(box, display, openbox, two):
+    """The clients inside openbox's frames, as wmctrl lists them; focus and
+    a minimised window go through the window manager (_NET_ACTIVE_WINDOW)."""
+    listed = windows(box)
+    managed = [line.split(None, 4) for line in display.run(["wmctrl", "-lp"]).stdout.decode().splitlines()]
+    assert [(int(w["id"], 16), w["pid"], w["title"]) for w in listed] == \
+        [(int(m[0], 16), int(m[2]), m[4]) for m in managed]
+    roots = display.run(["xwininfo", "-root", "-children"]).stdout.decode()
+    for window in listed:
+        assert f"{window['id']} " not in roots, "a client, not its frame, is listed"
+        view = xdotool_view(display, int(window["id"], 16))
+        assert (window["x"], window["y"], window["width"], window["height"]) == \
+            (view["x"], view["y"], view["width"], view["height"])
+    active = int(display.run(["xdotool", "getactivewindow"]).stdout)
+    assert [int(w["id"], 16) for w in listed if w["focused"]] == [active]
+
+    first = by_title(box, "first window")
+    status, answer = box.call("POST", f"/v1/screen/windows/{first['id']}/focus")
+    assert status == 200 and answer["focused"] and answer["visible"], answer
+    assert int(display.run(["xdotool", "getactivewindow"]).stdout) == int(first["id"], 16)
+    assert windows(box)[-1]["title"] == "first window"
+
+    display.run(["xdotool", "windowminimize", str(int(first["id"], 16))])
+    wait_for(lambda: not by_title(box, "first window")["visible"], what="the window to be minimised")
+    wait_for(lambda: [w["title"] for w in windows(box) if w["focused"]] == ["second window"],
+             what="the manager to focus the other window")
+    status, answer = box.call("POST", f"/v1/screen/windows/{first['id']}/focus")
+    assert status == 200 and answer["focused"] and answer["visible"], answer
+    # Answered once the manager's restore is over: where it stays.
+    assert (answer["x"], answer["y"]) == (first["x"], first["y"])
+    assert by_title(box, "first window") == answer
+
+
 CHROMIUM = shutil.which("chromium")
 
 
