@@ -342,8 +342,10 @@ def test_chromium_window(box, display):
         assert window["width"] > 100 and window["height"] > 100
         shown = display.run(["xdotool", "search", "--onlyvisible", "--class", "Chromium"], check=False)
         assert int(window["id"], 16) in [int(w) for w in shown.stdout.split()]
-        # It has unmapped helper windows of the same class: not listed.
-        every = display.run(["xdotool", "search", "--class", "Chromium"], check=False).stdout.split()
+        # It has unmapped helper windows of the same class: not listed. (xdotool
+        # dies of an X error when a window goes while it walks them: asked again.)
+        every = wait_for(lambda: display.run(["xdotool", "search", "--class", "Chromium"],
+                                             check=False).stdout.split(), what="xdotool's search")
         assert len(every) > 1, every
         status, answer = box.call("POST", f"/v1/screen/windows/{window['id']}/focus")
         assert status == 200 and answer["focused"] is True, answer
