@@ -201,6 +201,42 @@ def test_unicode_title(box, display):
         proc.wait()
 
 
+def test_hostile_properties(box, display):
+    """What a program may put in its properties: invalid UTF-8, a title past
+    the 4 KiB cut, control characters, a WM_CLASS of one string, a pid of
+    the wrong type. The list stays valid JSON with what can be read."""
+    proc = xterm(display, "hostile", "Hostile", "30x5+10+10")
+    try:
+        [window] = windows(box)
+
+        def xprop(*args, text=None):
+            subprocess.run(["xprop", "-id", window["id"], *args, *([text] if text is not None else [])],
+                           env=dict(display.env(), LC_ALL="C"), check=True)
+
+        xprop("-f", "_NET_WM_NAME", "8u", "-set", "_NET_WM_NAME", text=b"bad\xff\xfeend\x01")
+        assert windows(box)[0]["title"] == "bad\ufffd\ufffdend\x01"
+        xprop("-f", "_NET_WM_NAME", "8u", "-set", "_NET_WM_NAME", text="日" * 3000)
+        assert windows(box)[0]["title"] == "日" * 1365  # 4095 bytes: cut at a character's end
+        xprop("-f", "_NET_WM_NAME", "8u", "-set", "_NET_WM_NAME", text="line one\nline two\ttab")
+        assert windows(box)[0]["title"] == "line one\nline two\ttab"
+        table = box.boxctl("windows").stdout.decode().splitlines()
+        assert len(table) == 2 and table[1].endswith("line one line two tab"), table
+        xprop("-f", "WM_CLASS", "8s", "-set", "WM_CLASS", text="onlyinstance")
+        xprop("-f", "_NET_WM_PID", "8s", "-set", "_NET_WM_PID", text="123")
+        listed = windows(box)[0]
+        assert (listed["class"], listed["pid"]) == ("", None)
+        for name in ("WM_CLASS", "_NET_WM_NAME", "WM_NAME"):
+            xprop("-remove", name)
+        listed = windows(box)[0]
+        assert (listed["title"], listed["class"]) == ("", "")
+        # Still what xdotool calls visible, and still focusable.
+        status, answer = box.call("POST", f"/v1/screen/windows/{listed['id']}/focus")
+        assert status == 200 and answer["focused"] is True, answer
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_secret_in_a_title_is_masked(box, display):
     secret = "tok-77e1-WINDOW-secret"
     assert box.call("PUT", "/v1/secrets", {"secrets": {"WINDOW_TOKEN": secret}})[0] == 200
