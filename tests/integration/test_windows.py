@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import assert_error, wait_for  # noqa: E402
-from screen_helpers import box, display  # noqa: E402,F401 (fixtures)
+from screen_helpers import box, display, probe_video  # noqa: E402,F401 (fixtures)
 from test_boxctl import complete  # noqa: E402
 
 
@@ -308,6 +308,27 @@ def test_boxctl_windows(box, display, two):
     assert second["id"] in box.boxctl("windows").stdout.decode()
     # Tab completion offers the listed ids.
     assert complete(box, "boxctl windows focus ") == sorted([first["id"], second["id"]])
+
+
+def test_listing_beside_a_recording(box, display, two):
+    """The recording thread uses the worker's connection through Xlib while
+    the listing uses it through XCB, windows moving meanwhile: both keep
+    working."""
+    status, started = box.call("POST", "/v1/screen/record/start", {"fps": 30})
+    assert status == 200, started
+    try:
+        first = by_title(box, "first window")
+        for i in range(100):
+            assert len(windows(box)) == 2
+            display.run(["xdotool", "windowmove", str(int(first["id"], 16)), str(20 + i), "30"])
+            if i % 20 == 0:
+                status, answer = box.call("POST", f"/v1/screen/windows/{first['id']}/focus")
+                assert status == 200, answer
+        assert by_title(box, "first window")["x"] == 119
+    finally:
+        status, stopped = box.call("POST", "/v1/screen/record/stop")
+    assert status == 200 and stopped["frames"] > 10, stopped
+    assert probe_video(stopped["path"])["codec_name"] == "h264"
 
 
 @pytest.fixture
