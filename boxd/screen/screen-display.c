@@ -10,6 +10,7 @@
 #include "input.h"
 #include "log.h"
 #include "screen-worker.h"
+#include "windows.h"
 
 #define WORKER_X11_SOCKET_DIR "/tmp/.X11-unix"
 /* After the server's socket appears it may take a moment to accept. */
@@ -81,6 +82,7 @@ bool worker_connect(struct worker *worker, char *error, size_t error_size)
 	}
 	worker->grabber = screen_grabber_new(worker->screen);
 	worker->input = input_new(worker->screen);
+	worker->windows = windows_new(screen_display(worker->screen));
 	worker_unwatch(worker);
 	log_msg(LOG_LEVEL_INFO, "connected to the X display %s (%dx%d)", worker->display_name,
 		screen_width(worker->screen), screen_height(worker->screen));

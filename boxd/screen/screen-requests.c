@@ -1,6 +1,6 @@
 /* screen-requests.c: the screen worker's answers to boxd's requests:
  * shot, input, record_start, record_stop, record_status, status (the
- * live view's are in live-ops.c). */
+ * live view's are in live-ops.c, the windows' in windows-ops.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,6 +359,8 @@ static const struct worker_op worker_ops[] = {
 	{"live_start", true, op_live_start},
 	{"live_key", false, op_live_key},
 	{"live_stop", false, op_live_stop},
+	{"windows", true, op_windows},
+	{"window_focus", true, op_window_focus},
 };
 
 const struct worker_op *worker_find_op(const char *name)

@@ -34,6 +34,7 @@
 #include "screen-protocol.h"
 #include "screen-worker.h"
 #include "screen.h"
+#include "windows.h"
 #include "xalloc.h"
 
 static void worker_handle(struct worker *worker, cJSON *request, char *error, size_t error_size)
@@ -231,6 +232,7 @@ int main(int argc, char **argv)
 	worker_live_stop_all(&worker);
 	worker_stop_recording(&worker, false);
 	input_free(worker.input);
+	windows_free(worker.windows);
 	screen_encoder_free(worker.encoder);
 	shot_cache_clear(&worker.shots);
 	screen_grabber_free(worker.grabber);

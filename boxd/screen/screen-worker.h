@@ -24,6 +24,7 @@ struct worker {
 	struct screen_encoder *encoder;
 	struct shot_cache shots; /* the last shot's encoding */
 	struct input *input;
+	struct windows *windows; /* the windows listing's atoms (windows.h) */
 	struct record *record;
 	int wake_fd;                        /* eventfd: the recording ended by itself */
 	int watch_fd;                       /* inotify on the X socket directory, while down */
@@ -91,5 +92,9 @@ void worker_live_main_busy(struct worker *worker, bool busy);
 void worker_live_poke(struct worker *worker);
 /* At exit. */
 void worker_live_stop_all(struct worker *worker);
+
+/* windows-ops.c: the top-level windows (windows.h). */
+void op_windows(struct worker *worker, double id, const cJSON *request);
+void op_window_focus(struct worker *worker, double id, const cJSON *request);
 
 #endif

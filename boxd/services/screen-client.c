@@ -45,6 +45,8 @@ struct screen_call {
 		screen_input_done_fn input;
 		screen_record_done_fn record;
 		screen_live_started_fn live;
+		screen_windows_done_fn windows;
+		screen_window_focus_done_fn focus;
 	} done;
 	void *arg;
 	struct screen_call *next;
@@ -597,4 +599,86 @@ void screen_live_key(int live)
 void screen_live_stop(int live)
 {
 	screen_live_tell("live_stop", live);
+}
+
+/* ---- windows ---- */
+
+/* A window's entry as the worker gave it; false when it is not one. */
+static bool screen_read_window(const cJSON *json, struct screen_window *window)
+{
+	const char *title = screen_string(json, "title");
+	const char *class_name = screen_string(json, "class");
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(json, "pid");
+	double id = screen_number(json, "id");
+	if (!title || !class_name || !(id > 0 && id <= UINT32_MAX))
+		return false;
+	*window = (struct screen_window){
+		.id = (uint32_t)id,
+		.title = title,
+		.class_name = class_name,
+		.pid = cJSON_IsNumber(pid) ? (long)pid->valuedouble : -1,
+		.x = (int)screen_number(json, "x"),
+		.y = (int)screen_number(json, "y"),
+		.width = (int)screen_number(json, "width"),
+		.height = (int)screen_number(json, "height"),
+		.focused = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(json, "focused")),
+		.visible = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(json, "visible")),
+	};
+	return true;
+}
+
+static void screen_windows_answered(const struct screen_call *call, const cJSON *answer,
+				    const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.windows(call->arg, NULL, 0, &failed);
+		return;
+	}
+	const cJSON *array = cJSON_GetObjectItemCaseSensitive(answer, "windows");
+	struct screen_window *windows =
+		xcalloc((size_t)cJSON_GetArraySize(array) + 1, sizeof *windows);
+	size_t count = 0;
+	const cJSON *item;
+	cJSON_ArrayForEach(item, array)
+	{
+		if (screen_read_window(item, &windows[count]))
+			count++;
+	}
+	call->done.windows(call->arg, windows, count, NULL);
+	free(windows);
+}
+
+void screen_windows(screen_windows_done_fn done, void *arg)
+{
+	screen_request(screen_op("windows"),
+		       (struct screen_call){.answered = screen_windows_answered,
+					    .done.windows = done,
+					    .arg = arg});
+}
+
+static void screen_window_focus_answered(const struct screen_call *call, const cJSON *answer,
+					 const void *payload, size_t length)
+{
+	struct screen_failure failed;
+	struct screen_window window;
+	if (screen_failed(answer, SCREEN_NO_REASON, &failed)) {
+		call->done.focus(call->arg, NULL, &failed);
+	} else if (!screen_read_window(cJSON_GetObjectItemCaseSensitive(answer, "window"),
+				       &window)) {
+		failed = (struct screen_failure){FAILURE_INTERNAL,
+						 "the screen worker answered no window"};
+		call->done.focus(call->arg, NULL, &failed);
+	} else {
+		call->done.focus(call->arg, &window, NULL);
+	}
+}
+
+void screen_window_focus(uint32_t id, screen_window_focus_done_fn done, void *arg)
+{
+	cJSON *request = screen_op("window_focus");
+	cJSON_AddNumberToObject(request, "window", id);
+	screen_request(request, (struct screen_call){.answered = screen_window_focus_answered,
+						     .done.focus = done,
+						     .arg = arg});
 }

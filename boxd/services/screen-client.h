@@ -143,6 +143,35 @@ struct screen_live_piece {
 	size_t length;
 };
 
+/* ---- windows ---- */
+
+/* A top-level window (docs/screen.md, "Windows"): the client window an
+ * application made, as a person would call it a window. */
+struct screen_window {
+	uint32_t id;            /* the X window id */
+	const char *title;      /* UTF-8, "" when none; not masked yet */
+	const char *class_name; /* WM_CLASS's class, "" when none */
+	long pid;               /* _NET_WM_PID, -1 when not set */
+	int x, y;               /* its top-left corner (outside its border), on the root */
+	int width, height;      /* inside the border */
+	bool focused, visible;
+};
+
+/* Exactly one of `windows` (`count` of them, bottom to top; none is an
+ * empty display) and `failed` is given; valid during the call. */
+typedef void (*screen_windows_done_fn)(void *arg, const struct screen_window *windows, size_t count,
+				       const struct screen_failure *failed);
+/* Lists the display's top-level windows, top-most last. */
+void screen_windows(screen_windows_done_fn done, void *arg);
+
+/* Exactly one of `window` (its entry afterwards, focused) and `failed`. */
+typedef void (*screen_window_focus_done_fn)(void *arg, const struct screen_window *window,
+					    const struct screen_failure *failed);
+/* Raises window `id` and gives it the input focus. FAILURE_NOT_FOUND when
+ * it is not a listed window; FAILURE_CONFLICT when it is not shown and
+ * nothing can show it. */
+void screen_window_focus(uint32_t id, screen_window_focus_done_fn done, void *arg);
+
 /* ---- what the worker reports by itself ---- */
 
 /* Each listener (NULL members are skipped) hears every report. Display

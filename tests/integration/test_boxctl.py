@@ -49,7 +49,7 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
 
 
 COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "shot", "input",
-            "record", "live", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
+            "record", "live", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
 
 
 def test_help_is_tidy_and_lists_every_command(boxd):
@@ -70,7 +70,7 @@ def test_help_is_tidy_and_lists_every_command(boxd):
                 assert line.index(description.strip()) == 30, line
     listed = [line.split()[0] for line in lines if line[2] != " "]
     assert sorted(set(listed)) == sorted(COMMANDS)
-    for verb in ["procs rm ID", "exec --show ID", "env set SERVICE", "lock status",
+    for verb in ["procs rm ID", "exec --show ID", "env set SERVICE", "lock status", "windows focus ID",
                  "freeze [--reclaim] [--commands]"]:
         assert verb in text, verb
 
@@ -170,6 +170,7 @@ def test_bash_completion(boxd):
     assert complete(boxd, "boxctl --json lo") == ["lock"]
     assert complete(boxd, "boxctl exec --s") == ["--show"]
     assert complete(boxd, "boxctl record ") == ["start", "status", "stop"]
+    assert complete(boxd, "boxctl windows ") == ["--json", "focus"]
     assert complete(boxd, "boxctl freeze --") == ["--commands", "--reclaim"]
     assert complete(boxd, "boxctl shell --") == ["--", "--cwd", "--env", "--user"]
     sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()
