@@ -359,6 +359,9 @@ static const struct worker_op worker_ops[] = {
 	{"live_start", true, op_live_start},
 	{"live_key", false, op_live_key},
 	{"live_stop", false, op_live_stop},
+	{"clipboard_get", true, op_clipboard_get},
+	{"clipboard_set", true, op_clipboard_set},
+	{"hold", false, op_hold},
 };
 
 const struct worker_op *worker_find_op(const char *name)
