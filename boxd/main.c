@@ -142,6 +142,9 @@ static bool start_services(void)
 	init_start(config.run_dir, config.hosts_file);
 	services_init(base, &config);
 	lock_init(config.run_dir);
+	/* A takeover a previous boxd began: its worker is held (screen_client_hold). */
+	if (lock_is_locked())
+		screen_client_hold(true);
 	api_init(&config);
 	static const struct router_hooks hooks = {
 		.use = router_use,

@@ -4,6 +4,7 @@
 #include "router.h"
 #include "lock.h"
 #include "log.h"
+#include "screen-client.h"
 #include "steps.h"
 
 #define NOTE_MAX 2000
@@ -41,6 +42,8 @@ static void handle_put_lock(struct api_request *req)
 	}
 	if (now_locked != lock_is_locked()) {
 		lock_set(now_locked, text);
+		/* A worker runs through the takeover, to see the person copy. */
+		screen_client_hold(now_locked);
 		steps_add("lock",
 			  now_locked ? "a person took the screen%s%s"
 				     : "the screen was handed back%s%s",
