@@ -10,6 +10,7 @@
 
 #include "clipboard-internal.h"
 #include "clock.h"
+#include "log.h"
 #include "text.h"
 #include "xalloc.h"
 
@@ -81,10 +82,12 @@ void clipboard_read_on_notify(struct clipboard *clipboard, const XSelectionEvent
 	}
 	reading->type = type;
 	reading->format = format;
-	if (type == clipboard->atoms[ATOM_INCR])
+	if (type == clipboard->atoms[ATOM_INCR]) {
 		reading->incr = true; /* the pieces come as the property is deleted */
-	else
+		log_msg(LOG_LEVEL_DEBUG, "the selection's owner sends it by INCR");
+	} else {
 		reading->done = true;
+	}
 	XFlush(clipboard->display);
 }
 

@@ -203,6 +203,7 @@ static void clipboard_send_incr(struct clipboard *clipboard, const XSelectionReq
 	transfer->deadline_ms = clock_monotonic_ms() + CLIPBOARD_SEND_IDLE_MS;
 	transfer->next = clipboard->transfers;
 	clipboard->transfers = transfer;
+	log_msg(LOG_LEVEL_DEBUG, "pasting %zu bytes by INCR", length);
 	XSelectInput(clipboard->display, request->requestor, PropertyChangeMask);
 	long size = (long)length;
 	XChangeProperty(clipboard->display, request->requestor, property,

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import assert_error, wait_for  # noqa: E402
-from screen_helpers import box, display, worker_pid  # noqa: E402,F401
+from screen_helpers import WORKER_BIN, Worker, box, display, worker_pid  # noqa: E402,F401
 
 pytestmark = pytest.mark.skipif(shutil.which("xclip") is None,
                                 reason="xclip is not installed (packaging/install-deps installs it)")
@@ -270,6 +270,61 @@ def test_x_server_gone_is_503(box, display):
     assert xclip_out(display).stdout == b"after"
 
 
+def test_pastes_and_reads_while_a_recording_takes_the_events(box, display, copiers):
+    # A recording's thread drains the X connection then (the main thread
+    # does not watch it): selection events must still reach the clipboard.
+    status, started = box.call("POST", "/v1/screen/record/start", {"fps": 5})
+    assert status == 200, started
+    try:
+        text = ("r\u00e9cit " * 200000).encode()
+        assert put(box, text).status == 200
+        for _ in range(3):
+            assert xclip_out(display).stdout == text
+        copiers.append(Copier(display, b"copied during a recording"))
+        assert get(box).body == b"copied during a recording"
+        assert put(box, "small").status == 200
+        assert xclip_out(display).stdout == b"small"
+    finally:
+        assert box.call("POST", "/v1/screen/record/stop")[0] == 200
+
+
+# ---- the worker's own protocol ----
+
+def test_worker_reports_each_owner_change(display, copiers):
+    worker = Worker(WORKER_BIN, display.display)
+    try:
+        answer, _ = worker.call("clipboard_set", payload=b"mine", selection="primary", kind="text")
+        assert answer["ok"] and answer["bytes"] == 4
+        worker.wait_event("clipboard", selection="primary", timeout=5)
+        copiers.append(Copier(display, b"theirs"))
+        worker.wait_event("clipboard", selection="clipboard", timeout=5)
+        copiers.append(Copier(display, b"theirs too", selection="primary"))
+        worker.wait_event("clipboard", selection="primary", timeout=5)
+        # Its owner ending is a change too (the selection is empty now).
+        copiers.pop().stop()
+        worker.wait_event("clipboard", selection="primary", timeout=5)
+        answer, payload = worker.call("clipboard_get", selection="primary")
+        assert answer["kind"] == "empty" and payload == b""
+        answer, _ = worker.call("clipboard_set", payload=b"x", selection="secondary", kind="text")
+        assert answer["error"]["code"] == "bad_request"
+        answer, _ = worker.call("clipboard_set", payload=b"x", kind="jpeg")
+        assert answer["error"]["code"] == "bad_request"
+    finally:
+        worker.close()
+
+
+def test_worker_held_does_not_retire(display):
+    worker = Worker(WORKER_BIN, display.display, ["--idle-exit", "1"])
+    try:
+        assert worker.call("hold", hold=True)[0]["held"] is True
+        with pytest.raises(TimeoutError):
+            worker.wait_event("idle", timeout=2.5)
+        assert worker.call("hold", hold=False)[0]["held"] is False
+        worker.wait_event("idle", timeout=5)
+    finally:
+        worker.close()
+
+
 # ---- the worker's life ----
 
 def test_worker_kept_while_boxd_owns_the_selection(boxd_factory, display):
@@ -298,3 +353,48 @@ def test_the_lock_holds_the_worker(boxd_factory, display):
     finally:
         box.call("PUT", "/v1/lock", {"locked": False})
     wait_for(lambda: worker_pid(box) is None, timeout=10, what="the released worker to retire")
+
+
+# ---- boxctl ----
+
+def test_boxctl_clipboard(box, display, tmp_path):
+    out = box.boxctl("clipboard")
+    assert out.returncode == 0 and out.stdout == b"" and b"empty" in out.stderr
+    out = box.boxctl("clipboard", "set", "from boxctl \u00e9")
+    assert out.returncode == 0, out.stderr
+    assert xclip_out(display).stdout == "from boxctl \u00e9".encode()
+    assert box.boxctl("clipboard").stdout == "from boxctl \u00e9".encode()
+    assert box.boxctl("clipboard", "get").stdout == "from boxctl \u00e9".encode()
+    assert box.boxctl("clipboard", "set", "--primary", "-", input=b"from stdin\n").returncode == 0
+    assert display.run(["xclip", "-o"]).stdout == b"from stdin\n"
+    assert box.boxctl("clipboard", "get", "--primary").stdout == b"from stdin\n"
+    # A PNG by its signature, and back to a file.
+    image = png_file(seed=3)
+    (tmp_path / "in.png").write_bytes(image)
+    assert box.boxctl("clipboard", "set", "--file", str(tmp_path / "in.png")).returncode == 0
+    assert xclip_out(display, target="image/png").stdout == image
+    assert box.boxctl("clipboard", "-o", str(tmp_path / "out.png")).returncode == 0
+    assert (tmp_path / "out.png").read_bytes() == image
+    # Into a pipe it goes; to a terminal it does not.
+    assert box.boxctl("clipboard").stdout == image
+    primary, secondary = os.openpty()
+    try:
+        proc = subprocess.run([box_ctl_binary(), "clipboard"], stdout=secondary, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, env=dict(os.environ, BOXD_SOCKET=box.socket),
+                              timeout=30)
+    finally:
+        os.close(secondary)
+        os.close(primary)
+    assert proc.returncode == 1 and b"-o FILE" in proc.stderr
+    # Refusals.
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9")
+    out = box.boxctl("clipboard", "set", "--file", str(tmp_path / "latin1.txt"))
+    assert out.returncode == 1 and b"UTF-8" in out.stderr
+    assert box.boxctl("clipboard", "set").returncode == 2
+    assert box.boxctl("clipboard", "paste").returncode == 2
+    assert box.boxctl("clipboard", "set", "a", "b").returncode == 2
+
+
+def box_ctl_binary():
+    from screen_helpers import BOXCTL_BIN
+    return BOXCTL_BIN
