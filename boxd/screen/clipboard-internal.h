@@ -70,7 +70,12 @@ struct clipboard_reading {
 struct clipboard {
 	struct screen *screen;
 	Display *display;
-	Window window;
+	Window window; /* owns the selections, learns the server's time */
+	/* Where other programs' values are converted to: a window of its own,
+	 * replaced when a read is abandoned mid-INCR, so that the owner still
+	 * sending pieces writes to a window that is gone, never into the next
+	 * read. */
+	Window reader;
 	Atom atoms[ATOM_COUNT];
 	Atom selections[CLIPBOARD_SELECTIONS];
 	int xfixes_event_base; /* -1: no XFixes */
@@ -96,6 +101,9 @@ bool clipboard_wait(struct clipboard *clipboard, bool (*ready)(const struct clip
 		    int64_t deadline_ms);
 /* The server's current time (a round trip through a property change). */
 bool clipboard_server_time(struct clipboard *clipboard, Time *time);
+
+/* A 1x1 unmapped window with PropertyChangeMask. */
+Window clipboard_window_new(Display *display);
 
 /* clipboard-read.c: events that concern a read in progress. */
 void clipboard_read_on_notify(struct clipboard *clipboard, const XSelectionEvent *event);

@@ -41,7 +41,7 @@ static bool clipboard_read_property(struct clipboard *clipboard, Atom *type, int
 	struct clipboard_reading *reading = &clipboard->reading;
 	unsigned long items = 0, after = 0;
 	unsigned char *data = NULL;
-	if (XGetWindowProperty(clipboard->display, clipboard->window,
+	if (XGetWindowProperty(clipboard->display, clipboard->reader,
 			       clipboard->atoms[ATOM_PROPERTY], 0, CLIPBOARD_MAX_READ / 4 + 1, True,
 			       AnyPropertyType, type, format, &items, &after, &data) != Success ||
 	    *type == None) {
@@ -55,7 +55,7 @@ static bool clipboard_read_property(struct clipboard *clipboard, Atom *type, int
 	if (after > 0) {
 		reading->too_large = true;
 		reading->done = true;
-		XDeleteProperty(clipboard->display, clipboard->window,
+		XDeleteProperty(clipboard->display, clipboard->reader,
 				clipboard->atoms[ATOM_PROPERTY]);
 	} else if (*type != clipboard->atoms[ATOM_INCR]) {
 		clipboard_read_append(reading, data, items * unit);
@@ -67,7 +67,7 @@ static bool clipboard_read_property(struct clipboard *clipboard, Atom *type, int
 void clipboard_read_on_notify(struct clipboard *clipboard, const XSelectionEvent *event)
 {
 	struct clipboard_reading *reading = &clipboard->reading;
-	if (!reading->active || reading->answered || event->requestor != clipboard->window ||
+	if (!reading->active || reading->answered || event->requestor != clipboard->reader ||
 	    event->selection != reading->selection)
 		return;
 	reading->answered = true;
@@ -110,6 +110,16 @@ void clipboard_read_on_property(struct clipboard *clipboard, const XPropertyEven
 	XFlush(clipboard->display);
 }
 
+/* A read given up: its owner may still answer it, or send INCR pieces
+ * for ever. Its window goes (their writes fail on the owner's side) and a
+ * new one reads from now on. */
+static void clipboard_abandon(struct clipboard *clipboard)
+{
+	XDestroyWindow(clipboard->display, clipboard->reader);
+	clipboard->reader = clipboard_window_new(clipboard->display);
+	XFlush(clipboard->display);
+}
+
 static bool clipboard_read_moved(const struct clipboard *clipboard)
 {
 	const struct clipboard_reading *reading = &clipboard->reading;
@@ -127,9 +137,9 @@ static bool clipboard_fetch(struct clipboard *clipboard, Atom selection, Atom ta
 	free(reading->data);
 	*reading = (struct clipboard_reading){
 		.active = true, .selection = selection, .target = target};
-	XDeleteProperty(clipboard->display, clipboard->window, clipboard->atoms[ATOM_PROPERTY]);
+	XDeleteProperty(clipboard->display, clipboard->reader, clipboard->atoms[ATOM_PROPERTY]);
 	XConvertSelection(clipboard->display, selection, target, clipboard->atoms[ATOM_PROPERTY],
-			  clipboard->window, CurrentTime);
+			  clipboard->reader, CurrentTime);
 	XFlush(clipboard->display);
 	while (!reading->done) {
 		reading->seen_answered = reading->answered;
@@ -137,6 +147,7 @@ static bool clipboard_fetch(struct clipboard *clipboard, Atom selection, Atom ta
 		if (!clipboard_wait(clipboard, clipboard_read_moved,
 				    clock_monotonic_ms() + CLIPBOARD_WAIT_MS)) {
 			reading->active = false;
+			clipboard_abandon(clipboard);
 			*failure = FAILURE_TIMEOUT;
 			return text_fail(error, error_size,
 					 "the program owning the selection did not answer within "
@@ -147,6 +158,7 @@ static bool clipboard_fetch(struct clipboard *clipboard, Atom selection, Atom ta
 	}
 	reading->active = false;
 	if (reading->too_large) {
+		clipboard_abandon(clipboard);
 		*failure = FAILURE_PAYLOAD_TOO_LARGE;
 		return text_fail(error, error_size, "the selection holds more than %u MiB",
 				 CLIPBOARD_MAX_READ >> 20);

@@ -78,6 +78,16 @@ static void clipboard_sink(void *ctx, const XEvent *event)
 	(void)unused;
 }
 
+Window clipboard_window_new(Display *display)
+{
+	/* Never mapped: nothing shows, and it still owns selections and gets
+	 * property events. */
+	Window window =
+		XCreateSimpleWindow(display, DefaultRootWindow(display), -10, -10, 1, 1, 0, 0, 0);
+	XSelectInput(display, window, PropertyChangeMask);
+	return window;
+}
+
 struct clipboard *clipboard_new(struct screen *screen, clipboard_changed_fn changed, void *ctx)
 {
 	struct clipboard *clipboard = xcalloc(1, sizeof *clipboard);
@@ -91,11 +101,8 @@ struct clipboard *clipboard_new(struct screen *screen, clipboard_changed_fn chan
 	XInternAtoms(display, (char **)atom_names, ATOM_COUNT, False, clipboard->atoms);
 	clipboard->selections[CLIPBOARD_CLIPBOARD] = clipboard->atoms[ATOM_CLIPBOARD];
 	clipboard->selections[CLIPBOARD_PRIMARY] = XA_PRIMARY;
-	/* A 1x1 window never mapped: it owns the selections and receives what
-	 * their owners send. */
-	clipboard->window =
-		XCreateSimpleWindow(display, DefaultRootWindow(display), -10, -10, 1, 1, 0, 0, 0);
-	XSelectInput(display, clipboard->window, PropertyChangeMask);
+	clipboard->window = clipboard_window_new(display);
+	clipboard->reader = clipboard_window_new(display);
 	/* Without BIG-REQUESTS: the size every client and server takes, and
 	 * what pasting programs expect pieces of (xclip, GTK and Qt alike). */
 	clipboard->piece = (size_t)XMaxRequestSize(display) * 4 - 256;
@@ -132,6 +139,7 @@ void clipboard_free(struct clipboard *clipboard)
 	}
 	free(clipboard->reading.data);
 	XDestroyWindow(clipboard->display, clipboard->window);
+	XDestroyWindow(clipboard->display, clipboard->reader);
 	free(clipboard->queue);
 	close(clipboard->event_fd);
 	pthread_mutex_destroy(&clipboard->lock);
@@ -320,9 +328,11 @@ static void clipboard_on_property(struct clipboard *clipboard, const XPropertyEv
 		    event->state == PropertyNewValue && clipboard->clock_wanted) {
 			clipboard->clock = event->time;
 			clipboard->clock_wanted = false;
-		} else {
-			clipboard_read_on_property(clipboard, event);
 		}
+		return;
+	}
+	if (event->window == clipboard->reader) {
+		clipboard_read_on_property(clipboard, event);
 		return;
 	}
 	if (event->state != PropertyDelete)

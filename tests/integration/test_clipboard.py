@@ -3,6 +3,7 @@ xclip, xterm and xdotool on the other side (API.md "Screen", docs/screen.md
 "Clipboard")."""
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -242,6 +243,48 @@ def test_bad_requests(box, display):
     assert put(box, b"GIF89a", content_type="image/gif").status == 400
     # Nothing of those took the selection.
     assert get(box).status == 204
+
+
+def test_an_owner_that_never_answers_is_a_timeout(box, display, copiers):
+    copier = Copier(display, b"frozen owner")
+    copiers.append(copier)
+    os.kill(copier.proc.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        assert_error(box.call("GET", PATH), 408, "timeout")
+        assert 1.5 < time.monotonic() - started < 10
+        # The worker is not stuck: boxd's own value serves at once.
+        assert put(box, "boxd answers").status == 200
+        assert get(box).body == b"boxd answers"
+    finally:
+        os.kill(copier.proc.pid, signal.SIGCONT)
+
+
+def test_a_stalled_paste_does_not_stop_the_others(box, display):
+    text = b"q" * (3 * 1024 * 1024)
+    assert put(box, text).status == 200
+    stalled = subprocess.Popen(["xclip", "-o", "-selection", "clipboard"], env=display.env(),
+                               stdout=subprocess.PIPE)
+    time.sleep(0.05)
+    os.kill(stalled.pid, signal.SIGSTOP)
+    try:
+        for _ in range(2):
+            assert xclip_out(display).stdout == text
+        assert put(box, "small").status == 200
+        assert xclip_out(display).stdout == b"small"
+    finally:
+        stalled.kill()
+        stalled.wait()
+
+
+def test_a_value_over_64_mib_is_refused(box, display, copiers):
+    copiers.append(Copier(display, b"z" * (65 * 1024 * 1024), target="UTF8_STRING"))
+    assert_error(box.call("GET", PATH), 413, "payload_too_large")
+    # The abandoned owner may still send pieces: never into the next read.
+    copiers.append(Copier(display, b"the next value", selection="primary"))
+    for _ in range(3):
+        assert get(box, "primary").body == b"the next value"
+    assert put(box, "still fine").status == 200
 
 
 def test_body_over_10_mib_is_413(box, display):
