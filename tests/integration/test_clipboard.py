@@ -181,6 +181,17 @@ def test_text_copied_by_xclip_reads_back(box, display, copiers):
     assert get(box, "primary").body == b"primary by xclip"
 
 
+def test_latin1_and_broken_text_from_other_owners(box, display, copiers):
+    # An owner offering STRING only: Latin-1, answered as UTF-8.
+    copiers.append(Copier(display, b"caf\xe9 cr\xe8me", target="STRING"))
+    assert get(box).body == "caf\u00e9 cr\u00e8me".encode()
+    # UTF8_STRING that is not UTF-8: the bad bytes become U+FFFD.
+    copiers.append(Copier(display, b"bad \xff\xfe end", target="UTF8_STRING"))
+    answer = get(box)
+    assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert answer.body == "bad \ufffd\ufffd end".encode()
+
+
 def test_png_copied_by_xclip_reads_back_byte_exact(box, display, copiers):
     image = png_file(seed=13)
     copiers.append(Copier(display, image, target="image/png"))
@@ -329,6 +340,22 @@ def test_pastes_and_reads_while_a_recording_takes_the_events(box, display, copie
         assert xclip_out(display).stdout == b"small"
     finally:
         assert box.call("POST", "/v1/screen/record/stop")[0] == 200
+
+
+def test_pastes_and_reads_while_a_live_view_takes_the_events(box, display, copiers):
+    # A live view's thread wakes on the X connection and drains it too.
+    from live_helpers import LiveViewer
+    viewer = LiveViewer(box.socket, "?fps=10")
+    try:
+        wait_for(lambda: viewer.init is not None, timeout=20, what="the live view's init segment")
+        text = ("vue \u00e0 " * 300000).encode()
+        assert put(box, text).status == 200
+        for _ in range(3):
+            assert xclip_out(display).stdout == text
+        copiers.append(Copier(display, text.replace(b"vue", b"eux")))
+        assert get(box).body == text.replace(b"vue", b"eux")
+    finally:
+        viewer.close()
 
 
 # ---- the worker's own protocol ----
