@@ -17,6 +17,7 @@ extern const struct ctl_command ctl_terminal_commands[];
 extern const struct ctl_command ctl_procs_commands[];
 extern const struct ctl_command ctl_screen_commands[];
 extern const struct ctl_command ctl_live_commands[];
+extern const struct ctl_command ctl_clipboard_commands[];
 extern const struct ctl_command ctl_windows_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
 extern const struct ctl_command ctl_env_commands[];
@@ -35,6 +36,7 @@ static const struct ctl_command *const command_tables[] = {
 	ctl_env_commands,
 	ctl_screen_commands,
 	ctl_live_commands,
+	ctl_clipboard_commands,
 	ctl_windows_commands,
 	ctl_sync_commands,
 	ctl_files_commands,

@@ -134,12 +134,12 @@ void http_conn_respond(struct http_conn *conn, int status, const char *headers, 
 	struct evbuffer *out = bufferevent_get_output(conn->bev);
 	write_status(out, conn, status, headers);
 	/* A 304 has no body, and its Content-Length would have to be the
-	 * 200's (RFC 9110, 8.6): none. */
-	if (status == 304)
+	 * 200's (RFC 9110, 8.6): none. A 204 must not have one (8.6). */
+	if (status == 304 || status == 204)
 		evbuffer_add(out, "\r\n", 2);
 	else
 		evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", length);
-	if (!conn->is_head_method && length && status != 304)
+	if (!conn->is_head_method && length && status != 304 && status != 204)
 		evbuffer_add(out, body, length);
 	answered(conn);
 	conn_send_now(conn);

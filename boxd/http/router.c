@@ -125,7 +125,9 @@ static char *answer_headers(struct api_request *req, const char *content_type,
 			    const char *request_id)
 {
 	char *shown = request_id ? redact_text(request_id) : NULL;
-	char *text = xasprintf("Content-Type: %s\r\n%s%s%s%s", content_type,
+	/* No body, no type (a 204). */
+	char *text = xasprintf("%s%s%s%s%s%s%s", content_type ? "Content-Type: " : "",
+			       content_type ? content_type : "", content_type ? "\r\n" : "",
 			       shown ? "X-Request-Id: " : "", shown ? shown : "",
 			       shown ? "\r\n" : "", req->headers ? req->headers : "");
 	free(shown);

@@ -2,7 +2,8 @@
  * exchange over their socketpair. docs/screen.md describes the messages.
  *
  * A frame is a header, a JSON object of header.json_length bytes, then
- * header.payload_length bytes of payload (an encoded image, or nothing).
+ * header.payload_length bytes of payload (an encoded image, a clipboard
+ * value, or nothing).
  * Both ends are on one machine, so the header is in host byte order.
  *
  * boxd sends requests, {"id": N, "op": ..., ...}; each gets one answer with
@@ -24,6 +25,8 @@ struct screen_frame_header {
 /* Larger frames are a protocol error: the receiver ends the connection. */
 #define SCREEN_FRAME_MAX_JSON (1u << 20)
 #define SCREEN_FRAME_MAX_PAYLOAD (256u << 20)
+/* A request's payload (a value for the clipboard) is at most this. */
+#define SCREEN_REQUEST_MAX_PAYLOAD (16u << 20)
 
 /* The worker's end of the socketpair, as boxd hands it over. */
 #define SCREEN_WORKER_FD 3

@@ -83,6 +83,7 @@ bool worker_connect(struct worker *worker, char *error, size_t error_size)
 	worker->grabber = screen_grabber_new(worker->screen);
 	worker->input = input_new(worker->screen);
 	worker->windows = windows_new(screen_display(worker->screen));
+	worker_clipboard_start(worker);
 	worker_unwatch(worker);
 	log_msg(LOG_LEVEL_INFO, "connected to the X display %s (%dx%d)", worker->display_name,
 		screen_width(worker->screen), screen_height(worker->screen));

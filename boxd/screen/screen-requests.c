@@ -361,6 +361,9 @@ static const struct worker_op worker_ops[] = {
 	{"live_stop", false, op_live_stop},
 	{"windows", true, op_windows},
 	{"window_focus", true, op_window_focus},
+	{"clipboard_get", true, op_clipboard_get},
+	{"clipboard_set", true, op_clipboard_set},
+	{"hold", false, op_hold},
 };
 
 const struct worker_op *worker_find_op(const char *name)

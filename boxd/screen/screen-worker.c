@@ -64,7 +64,7 @@ static bool worker_read_request(struct worker *worker)
 	if (!io_read_full(worker->fd, &header, sizeof header))
 		return false;
 	if (header.json_length == 0 || header.json_length > SCREEN_FRAME_MAX_JSON ||
-	    header.payload_length != 0) {
+	    header.payload_length > SCREEN_REQUEST_MAX_PAYLOAD) {
 		log_msg(LOG_LEVEL_ERROR, "malformed frame from boxd (%u+%u bytes); ending",
 			header.json_length, header.payload_length);
 		return false;
@@ -74,25 +74,39 @@ static bool worker_read_request(struct worker *worker)
 	text[header.json_length] = '\0';
 	cJSON *request = ok ? cJSON_Parse(text) : NULL;
 	free(text);
-	if (!ok)
+	/* A value to put on the clipboard comes as the payload. */
+	uint8_t *payload = ok ? xmalloc(header.payload_length + 1) : NULL;
+	ok = ok && io_read_full(worker->fd, payload, header.payload_length);
+	if (!ok) {
+		free(payload);
+		cJSON_Delete(request);
 		return false;
+	}
 	if (!cJSON_IsObject(request)) {
 		log_msg(LOG_LEVEL_ERROR, "a request from boxd is not a JSON object; ending");
+		free(payload);
 		cJSON_Delete(request);
 		return false;
 	}
 	char error[512];
 	worker->quiet_since_ms = clock_monotonic_ms();
 	worker->idle_told = false;
+	worker->payload = payload;
+	worker->payload_length = header.payload_length;
 	worker_handle(worker, request, error, sizeof error);
+	worker->payload = NULL;
+	worker->payload_length = 0;
+	free(payload);
 	cJSON_Delete(request);
 	return true;
 }
 
-/* What keeps the worker from being idle: a recording running. */
+/* What keeps the worker from being idle: a recording running, a live
+ * viewer, a selection boxd owns (its value lives here), boxd's hold. */
 static bool worker_busy(const struct worker *worker)
 {
-	return worker->record != NULL || worker_live_watched(worker);
+	return worker->record != NULL || worker_live_watched(worker) || worker->held ||
+	       (worker->clipboard && clipboard_owns(worker->clipboard));
 }
 
 /* Milliseconds until the worker should say it is idle (-1: not to be said,
@@ -144,25 +158,43 @@ static int worker_x_fd(const struct worker *worker)
 	return ConnectionNumber(screen_display(worker->screen));
 }
 
+/* Handles what this thread can take off the connection, and the selection
+ * events any thread queued, until nothing waits in Xlib's queue. */
+static void worker_take_events(struct worker *worker)
+{
+	if (!worker->screen)
+		return;
+	bool more;
+	do {
+		/* Damage this thread took off the connection: live views wake. */
+		if (screen_handle_events(worker->screen))
+			worker_live_poke(worker);
+		more = worker->clipboard && clipboard_process(worker->clipboard);
+	} while (more);
+}
+
 static void worker_loop(struct worker *worker)
 {
 	for (;;) {
-		struct pollfd fds[4] = {
+		struct pollfd fds[5] = {
 			{.fd = worker->fd, .events = POLLIN},
 			{.fd = worker->wake_fd, .events = POLLIN},
 			{.fd = worker->watch_fd, .events = POLLIN},
 			{.fd = worker_x_fd(worker), .events = POLLIN},
+			/* Selection events any thread took off the connection. */
+			{.fd = worker->clipboard ? clipboard_fd(worker->clipboard) : -1,
+			 .events = POLLIN},
 		};
-		/* Damage this thread took off the connection: live views wake. */
-		if (worker->screen && screen_handle_events(worker->screen))
-			worker_live_poke(worker);
+		worker_take_events(worker);
 		int timeout = worker->input ? input_restore_due_ms(worker->input) : -1;
+		if (worker->clipboard)
+			timeout = worker_sooner(timeout, clipboard_due_ms(worker->clipboard));
 		int idle = worker_idle_due_ms(worker);
 		if (idle == 0)
 			worker_tell_idle(worker);
 		else
 			timeout = worker_sooner(timeout, idle);
-		int ready = poll(fds, 4, timeout);
+		int ready = poll(fds, 5, timeout);
 		if (ready < 0 && errno != EINTR) {
 			log_msg(LOG_LEVEL_ERROR, "poll: %s", strerror(errno));
 			return;
@@ -231,6 +263,7 @@ int main(int argc, char **argv)
 	worker_loop(&worker);
 	worker_live_stop_all(&worker);
 	worker_stop_recording(&worker, false);
+	clipboard_free(worker.clipboard);
 	input_free(worker.input);
 	windows_free(worker.windows);
 	screen_encoder_free(worker.encoder);

@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "clipboard.h"
 #include "failure.h"
 #include "live.h"
 #include "screen.h"
@@ -36,6 +37,13 @@ struct worker {
 	int64_t idle_ms;
 	int64_t quiet_since_ms;
 	bool idle_told;
+	/* The selections (clipboard.c), made with the connection. */
+	struct clipboard *clipboard;
+	/* boxd holds the worker (op hold): it does not retire meanwhile. */
+	bool held;
+	/* The payload of the request being run (clipboard_set's value). */
+	const void *payload;
+	size_t payload_length;
 };
 
 /* screen-reply.c */
@@ -76,6 +84,13 @@ void worker_warm_up(struct worker *worker);
 void worker_on_record_wake(struct worker *worker);
 /* Finishes a running recording (at exit), telling boxd when `tell`. */
 void worker_stop_recording(struct worker *worker, bool tell);
+
+/* clipboard-ops.c: the clipboard's requests, and `hold`. */
+/* Sets up the selections once connected; their owner changes become events. */
+void worker_clipboard_start(struct worker *worker);
+void op_clipboard_get(struct worker *worker, double id, const cJSON *request);
+void op_clipboard_set(struct worker *worker, double id, const cJSON *request);
+void op_hold(struct worker *worker, double id, const cJSON *request);
 
 /* live-ops.c: the live view's requests and its hooks in the main loop. */
 void op_live_start(struct worker *worker, double id, const cJSON *request);

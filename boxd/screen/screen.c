@@ -28,6 +28,9 @@ struct screen {
 	atomic_int width, height;
 	bool has_shm;
 	bool has_xfixes;
+	int xfixes_event_base;
+	screen_event_sink sink; /* the rest of the events (screen_set_event_sink) */
+	void *sink_ctx;
 	/* DAMAGE on the root window: every report bumps `generation` (see
 	 * screen_damage_generation). 0 when the server has no DAMAGE. */
 	Damage damage;
@@ -146,6 +149,7 @@ struct screen *screen_open(const char *display_name, char *error, size_t error_s
 	screen->has_shm = XShmQueryExtension(display);
 	int event_base, error_base;
 	screen->has_xfixes = XFixesQueryExtension(display, &event_base, &error_base);
+	screen->xfixes_event_base = screen->has_xfixes ? event_base : -1;
 	/* Follow size changes of the root window (RandR on Xvfb). */
 	XSelectInput(display, screen->root, StructureNotifyMask);
 	screen_watch_damage(screen);
@@ -230,10 +234,25 @@ bool screen_handle_events(struct screen *screen)
 			atomic_store(&screen->height, event.xconfigure.height);
 		} else if (event.type == MappingNotify) {
 			XRefreshKeyboardMapping(&event.xmapping);
+		} else if (screen->sink) {
+			screen->sink(screen->sink_ctx, &event);
 		}
 	}
 	XUnlockDisplay(screen->display);
 	return damaged;
+}
+
+void screen_set_event_sink(struct screen *screen, screen_event_sink sink, void *ctx)
+{
+	XLockDisplay(screen->display);
+	screen->sink = sink;
+	screen->sink_ctx = ctx;
+	XUnlockDisplay(screen->display);
+}
+
+int screen_xfixes_event_base(const struct screen *screen)
+{
+	return screen->xfixes_event_base;
 }
 
 static void screen_grabber_release(struct screen_grabber *grabber)

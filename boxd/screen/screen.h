@@ -45,6 +45,16 @@ int screen_height(struct screen *screen);
  * (the generation moved on), so the caller can tell a live view. */
 bool screen_handle_events(struct screen *screen);
 
+/* Events screen.c does not handle itself (selections, property changes,
+ * XFixes selection reports) go to `sink`, from whichever thread drains the
+ * connection (the main thread, a recording's or a live view's), with the
+ * display locked: the sink copies the event and wakes its owner, and makes
+ * no X request. Set once, before other threads use the connection. */
+typedef void (*screen_event_sink)(void *ctx, const XEvent *event);
+void screen_set_event_sink(struct screen *screen, screen_event_sink sink, void *ctx);
+/* XFixes's first event number, or -1 when the server has no XFixes. */
+int screen_xfixes_event_base(const struct screen *screen);
+
 /* What changed on the screen, from the DAMAGE extension. The generation moves
  * on whenever anything is drawn. A caller reads it BEFORE it grabs, and later
  * reads it again: the same number means the grab still shows the screen

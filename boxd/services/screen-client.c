@@ -3,6 +3,7 @@
  * worker's life around them (started on demand, retired when idle, killed
  * when stuck). Starting it is screen-spawn.c's. */
 #include "screen-client.h"
+#include "screen-client-internal.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -24,33 +25,14 @@
 #include "xalloc.h"
 
 /* After EOF the worker's exit is awaited this long (its pidfd). */
+/* A held worker that exited is started again after this long. */
+#define SCREEN_HOLD_RESTART_MS 1000
 #define SCREEN_EXIT_WAIT_MS 1000
 /* A worker that answers nothing for this long is stuck (an X server that
  * accepts but never replies): it is killed and the waiting calls fail. The
  * longest legitimate request (input: 60 s of waits, 16 KiB of typing) is
  * well under it. */
 #define SCREEN_STUCK_SECONDS 180
-
-struct screen_call;
-/* Reads a call's answer (an error too) and runs the caller's callback. */
-typedef void (*screen_answered_fn)(const struct screen_call *call, const cJSON *answer,
-				   const void *payload, size_t length);
-
-/* A request on its way: its id, how to read its answer, whom to tell. */
-struct screen_call {
-	uint32_t id;
-	screen_answered_fn answered;
-	union {
-		screen_shot_done_fn shot;
-		screen_input_done_fn input;
-		screen_record_done_fn record;
-		screen_live_started_fn live;
-		screen_windows_done_fn windows;
-		screen_window_focus_done_fn focus;
-	} done;
-	void *arg;
-	struct screen_call *next;
-};
 
 struct screen_worker_process {
 	pid_t pid;
@@ -69,8 +51,13 @@ static int listener_count;
 static struct event_base *loop;
 static const char *display_name;
 static int idle_seconds;
+/* screen_client_hold: a worker is kept running. */
+static bool held;
+static struct event *hold_restart;
 
 static struct screen_worker_process *screen_worker_start(bool warm, char *error, size_t error_size);
+static void screen_worker_launched(void);
+static void screen_on_hold_restart(evutil_socket_t fd, short what, void *arg);
 
 void screen_client_init(struct event_base *base, const char *display, int idle_sec)
 {
@@ -88,6 +75,8 @@ void screen_client_start_ahead(void)
 		current = screen_worker_start(true, error, sizeof error);
 		if (!current)
 			log_msg(LOG_LEVEL_WARNING, "%s", error);
+		else
+			screen_worker_launched();
 	}
 }
 
@@ -130,6 +119,12 @@ static void screen_tell(const cJSON *event, const void *payload, size_t length)
 				listeners[i]->record_ended(&figures);
 	} else if (name && strcmp(name, "live") == 0) {
 		screen_tell_live(event, payload, length);
+	} else if (name && strcmp(name, "clipboard") == 0) {
+		const char *selection =
+			cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(event, "selection"));
+		for (int i = 0; i < listener_count && selection; i++)
+			if (listeners[i]->clipboard_changed)
+				listeners[i]->clipboard_changed(selection);
 	}
 }
 
@@ -156,11 +151,24 @@ static void screen_worker_forget(struct screen_worker_process *worker, enum fail
 	free(worker);
 }
 
+/* A held worker exited: another, a moment later (not at once: a worker
+ * that cannot run would be started in a loop). */
+static void screen_hold_restart_later(void)
+{
+	if (!held || !loop)
+		return;
+	if (!hold_restart)
+		hold_restart = evtimer_new(loop, screen_on_hold_restart, NULL);
+	struct timeval later = {0, SCREEN_HOLD_RESTART_MS * 1000};
+	evtimer_add(hold_restart, &later);
+}
+
 /* The worker's exit status (-1: unknown, it did not exit in time). */
 static void screen_worker_exited(int status, void *arg)
 {
 	struct screen_worker_process *worker = arg;
 	unprotect_process(worker->pid);
+	screen_hold_restart_later();
 	if (worker->retired && status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		log_msg(LOG_LEVEL_INFO, "the screen worker (pid %d) exited after %d s unused",
 			(int)worker->pid, idle_seconds);
@@ -213,7 +221,8 @@ static void screen_watch_calls(struct screen_worker_process *worker)
  * call sent meanwhile keeps it; it says so again after the next quiet time. */
 static void screen_worker_on_idle(struct screen_worker_process *worker)
 {
-	if (worker != current || worker->calls)
+	/* Held: a hold sent meanwhile crossed this report. */
+	if (worker != current || worker->calls || held)
 		return;
 	worker->retired = true;
 	screen_worker_lost(worker);
@@ -321,11 +330,15 @@ static struct screen_worker_process *screen_worker_start(bool warm, char *error,
 /* Sends `request` ({"op":..., ...}; taken over, its "id" is set here) to
  * the worker, starting the worker if needed; `call` says how its answer is
  * read and whom it goes to. */
-static void screen_request(cJSON *request, struct screen_call call)
+void screen_request_with(cJSON *request, struct screen_call call, const void *payload,
+			 size_t length)
 {
 	char error[256];
-	if (!current)
+	if (!current) {
 		current = screen_worker_start(false, error, sizeof error);
+		if (current)
+			screen_worker_launched();
+	}
 	if (!current) {
 		cJSON_Delete(request);
 		screen_answer_error(&call, FAILURE_INTERNAL, error);
@@ -343,16 +356,20 @@ static void screen_request(cJSON *request, struct screen_call call)
 	cJSON_AddNumberToObject(request, "id", waiting->id);
 	char *text = cJSON_PrintUnformatted(request);
 	cJSON_Delete(request);
-	struct screen_frame_header header = {(uint32_t)strlen(text), 0};
+	struct screen_frame_header header = {(uint32_t)strlen(text), (uint32_t)length};
 	bufferevent_write(current->channel, &header, sizeof header);
 	bufferevent_write(current->channel, text, header.json_length);
+	if (length)
+		bufferevent_write(current->channel, payload, length);
 	free(text);
 }
 
-/* ---- reading answers ---- */
+static void screen_request(cJSON *request, struct screen_call call)
+{
+	screen_request_with(request, call, NULL, 0);
+}
 
-/* Said when the worker failed without a sentence (it always gives one). */
-#define SCREEN_NO_REASON "the screen worker failed without saying why"
+/* ---- reading answers ---- */
 
 static double screen_number(const cJSON *object, const char *name)
 {
@@ -360,14 +377,14 @@ static double screen_number(const cJSON *object, const char *name)
 	return value == value ? value : 0;
 }
 
-static const char *screen_string(const cJSON *object, const char *name)
+const char *screen_string(const cJSON *object, const char *name)
 {
 	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(object, name));
 }
 
 /* True when `answer` is not a success; `failed` then says why (`fallback`
  * when the worker gave no sentence). The failure is the code's. */
-static bool screen_failed(const cJSON *answer, const char *fallback, struct screen_failure *failed)
+bool screen_failed(const cJSON *answer, const char *fallback, struct screen_failure *failed)
 {
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(answer, "ok")))
 		return false;
@@ -378,7 +395,7 @@ static bool screen_failed(const cJSON *answer, const char *fallback, struct scre
 	return true;
 }
 
-static cJSON *screen_op(const char *op)
+cJSON *screen_op(const char *op)
 {
 	cJSON *request = cJSON_CreateObject();
 	cJSON_AddStringToObject(request, "op", op);
@@ -579,8 +596,8 @@ void screen_live_start(int live, int fps, double scale, screen_live_started_fn d
 }
 
 /* live_key and live_stop: their answers tell nothing the caller needs. */
-static void screen_ignore_answer(const struct screen_call *call, const cJSON *answer,
-				 const void *payload, size_t length)
+void screen_ignore_answer(const struct screen_call *call, const cJSON *answer, const void *payload,
+			  size_t length)
 {
 }
 
@@ -681,4 +698,47 @@ void screen_window_focus(uint32_t id, screen_window_focus_done_fn done, void *ar
 	screen_request(request, (struct screen_call){.answered = screen_window_focus_answered,
 						     .done.focus = done,
 						     .arg = arg});
+}
+
+/* ---- holding the worker ---- */
+
+static void screen_send_hold(void)
+{
+	cJSON *request = screen_op("hold");
+	cJSON_AddBoolToObject(request, "hold", held);
+	screen_request(request, (struct screen_call){.answered = screen_ignore_answer});
+}
+
+/* A worker was just started: a held one is told so first. */
+static void screen_worker_launched(void)
+{
+	if (held)
+		screen_send_hold();
+}
+
+static void screen_on_hold_restart(evutil_socket_t fd, short what, void *arg)
+{
+	if (!held || current)
+		return;
+	char error[256];
+	current = screen_worker_start(false, error, sizeof error);
+	if (!current) {
+		log_msg(LOG_LEVEL_WARNING, "%s", error);
+		return;
+	}
+	screen_worker_launched();
+}
+
+void screen_client_hold(bool hold)
+{
+	if (held == hold)
+		return;
+	held = hold;
+	if (hold && !current && display_name && display_name[0]) {
+		/* Started now; with no display yet it waits for one (inotify). */
+		screen_on_hold_restart(-1, 0, NULL);
+		return;
+	}
+	if (current)
+		screen_send_hold();
 }

@@ -171,6 +171,46 @@ typedef void (*screen_window_focus_done_fn)(void *arg, const struct screen_windo
  * it is not a listed window; FAILURE_CONFLICT when it is not shown and
  * nothing can show it. */
 void screen_window_focus(uint32_t id, screen_window_focus_done_fn done, void *arg);
+/* ---- the clipboard ---- */
+
+/* What a selection holds (docs/screen.md, "Clipboard"). */
+enum screen_clipboard_kind {
+	SCREEN_CLIPBOARD_TEXT,  /* UTF-8 as the owner gave it (not checked, not masked) */
+	SCREEN_CLIPBOARD_IMAGE, /* a PNG */
+	SCREEN_CLIPBOARD_EMPTY, /* nobody owns the selection */
+	SCREEN_CLIPBOARD_OTHER, /* its owner offers neither text nor a PNG */
+};
+
+struct screen_clipboard {
+	enum screen_clipboard_kind kind;
+	const char *targets; /* OTHER: the owner's targets, comma-separated; else NULL */
+	const void *data;    /* TEXT and IMAGE: the value */
+	size_t length;
+};
+
+/* Exactly one of `content` and `failed` is given; both valid during the call. */
+typedef void (*screen_clipboard_done_fn)(void *arg, const struct screen_clipboard *content,
+					 const struct screen_failure *failed);
+/* Reads `selection` ("clipboard" or "primary"; another name fails with
+ * FAILURE_BAD_REQUEST): boxd's own value while it owns it, else asked of
+ * its owner, who has 2 s to answer (FAILURE_TIMEOUT). */
+void screen_clipboard_get(const char *selection, screen_clipboard_done_fn done, void *arg);
+/* `failed` is NULL on success. */
+typedef void (*screen_clipboard_set_fn)(void *arg, const struct screen_failure *failed);
+/* Makes the worker own `selection` with `data` (copied): text (UTF-8, the
+ * caller checked) or, when `image`, a PNG. It serves every program that
+ * pastes it until another takes the selection, and does not retire
+ * meanwhile; it loses it when it exits anyway (the X server went away). */
+void screen_clipboard_set(const char *selection, bool image, const void *data, size_t length,
+			  screen_clipboard_set_fn done, void *arg);
+
+/* While held, a worker runs whenever it can: it is started now (and again
+ * a second after it exits, say when the X server went and a new one will
+ * come), and never retired for idleness, so that the listeners hear of
+ * every clipboard change meanwhile (the lock holds it during a takeover,
+ * when the person copies and nothing else would keep the worker). Released,
+ * the worker's quiet time starts and it retires as usual. */
+void screen_client_hold(bool hold);
 
 /* ---- what the worker reports by itself ---- */
 
@@ -184,6 +224,10 @@ struct screen_client_listener {
 	/* The worker went away (`why` says how); the calls still waiting
 	 * fail right after this. */
 	void (*worker_exit)(const char *why);
+	/* The owner of a selection ("clipboard" or "primary") changed: another
+	 * program took it, its owner went away, or boxd's own set took it.
+	 * Heard only while a worker runs (screen_client_hold keeps one). */
+	void (*clipboard_changed)(const char *selection);
 };
 /* `listener` is kept, not copied. At most SCREEN_CLIENT_LISTENERS. */
 #define SCREEN_CLIENT_LISTENERS 4

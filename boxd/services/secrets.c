@@ -163,6 +163,11 @@ char *secrets_mask_text(const char *text)
 	return mask_text(current_set, text);
 }
 
+char *secrets_mask_bytes(const char *data, size_t length, size_t *out_length)
+{
+	return mask_bytes(current_set, data, length, out_length);
+}
+
 static bool valid_name(const char *name)
 {
 	if (!((*name >= 'A' && *name <= 'Z') || (*name >= 'a' && *name <= 'z') || *name == '_'))

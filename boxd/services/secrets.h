@@ -55,6 +55,9 @@ char *secrets_write_env(const char *service, const char *text, size_t len, cJSON
 
 /* `text` masked, as a new string (caller frees). */
 char *secrets_mask_text(const char *text);
+/* `length` bytes masked (they may hold NULs), as a new buffer of
+ * `*out_length` bytes (caller frees). */
+char *secrets_mask_bytes(const char *data, size_t length, size_t *out_length);
 
 /* Calls `fn` for every masked value (the PUT values, secret-looking env
  * settings and their URL passwords), to hand the set to another process

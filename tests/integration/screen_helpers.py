@@ -106,15 +106,15 @@ class Worker:
         payload = self._read_exact(payload_length) if payload_length else b""
         return message, payload
 
-    def send(self, op, **fields):
+    def send(self, op, payload=b"", **fields):
         request_id = self.next_id
         self.next_id += 1
         text = json.dumps(dict(fields, id=request_id, op=op)).encode()
-        self.sock.sendall(HEADER.pack(len(text), 0) + text)
+        self.sock.sendall(HEADER.pack(len(text), len(payload)) + text + payload)
         return request_id
 
-    def call(self, op, timeout=60, **fields):
-        request_id = self.send(op, **fields)
+    def call(self, op, timeout=60, payload=b"", **fields):
+        request_id = self.send(op, payload, **fields)
         while True:
             message, payload = self.read_frame(timeout)
             if "event" in message:

@@ -49,7 +49,7 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
 
 
 COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "shot", "input",
-            "record", "live", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
+            "record", "live", "clipboard", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
 
 
 def test_help_is_tidy_and_lists_every_command(boxd):
@@ -170,7 +170,7 @@ def test_bash_completion(boxd):
     assert complete(boxd, "boxctl --json lo") == ["lock"]
     assert complete(boxd, "boxctl exec --s") == ["--show"]
     assert complete(boxd, "boxctl record ") == ["start", "status", "stop"]
-    assert complete(boxd, "boxctl windows ") == ["--json", "focus"]
+            "record", "live", "clipboard", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
     assert complete(boxd, "boxctl freeze --") == ["--commands", "--reclaim"]
     assert complete(boxd, "boxctl shell --") == ["--", "--cwd", "--env", "--user"]
     sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()
