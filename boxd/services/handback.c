@@ -22,6 +22,7 @@ struct seen_command {
 	int pid;
 	int64_t at_ms;
 	char *command; /* NULL: it ended before boxd could read it */
+	char *terminal;
 	char *job_id;
 };
 
@@ -39,6 +40,10 @@ static struct {
 	bool look_known;
 	uint64_t look;
 	unsigned lock_number; /* a look that comes after its lock ended is dropped */
+	/* The clipboard: heard through the held worker (screen_client_hold). */
+	bool clipboard_changed;
+	bool worker_gap; /* the worker went away meanwhile: a change may be unheard */
+	bool listening;
 } handback;
 
 /* A hand-back on its way: its answers come one after another. */
@@ -47,12 +52,32 @@ struct ending {
 	void *arg;
 	int64_t held_ms;
 	cJSON *changes;
+	bool clipboard_heard; /* a worker listened from the lock to now */
 };
+
+static void on_clipboard_changed(const char *selection)
+{
+	(void)selection;
+	if (handback.listening)
+		handback.clipboard_changed = true;
+}
+
+static void on_worker_exit(const char *why)
+{
+	(void)why;
+	if (handback.listening)
+		handback.worker_gap = true;
+}
 
 void handback_init(struct event_base *base, const struct boxd_config *config)
 {
+	static const struct screen_client_listener listener = {
+		.clipboard_changed = on_clipboard_changed,
+		.worker_exit = on_worker_exit,
+	};
 	handback.base = base;
 	handback.config = config;
+	screen_client_listen(&listener);
 }
 
 /* ---- commands started by anyone ---- */
@@ -61,6 +86,7 @@ static void forget_commands(void)
 {
 	for (size_t i = 0; i < handback.command_count; i++) {
 		free(handback.commands[i].command);
+		free(handback.commands[i].terminal);
 		free(handback.commands[i].job_id);
 	}
 	handback.command_count = handback.commands_more = 0;
@@ -88,6 +114,7 @@ static void on_exec(void *arg, const struct proc_exec *exec)
 	seen->pid = exec->pid;
 	seen->at_ms = exec->at_ms;
 	seen->command = exec->command ? xstrdup(exec->command) : NULL;
+	seen->terminal = xstrdup(exec->terminal);
 	seen->job_id = exec->job_id && exec_find(exec->job_id) ? xstrdup(exec->job_id) : NULL;
 }
 
@@ -132,6 +159,7 @@ static cJSON *commands_json(int64_t since)
 		else
 			cJSON_AddNullToObject(item, "command");
 		cJSON_AddNumberToObject(item, "pid", seen->pid);
+		cJSON_AddStringToObject(item, "terminal", seen->terminal);
 		cJSON_AddNumberToObject(item, "startedAt", (double)seen->at_ms);
 		cJSON_AddItemToArray(list, item);
 	}
@@ -194,19 +222,48 @@ static void finish(struct ending *ending)
 	free(ending);
 }
 
+/* "focusedWindow": the window with the input focus now, or null; then
+ * "clipboardChanged": true when heard, false when the worker was there
+ * throughout to hear it (the first look was taken), else null. */
+static void on_windows(void *arg, const struct screen_window *windows, size_t count,
+		       const struct screen_failure *failed)
+{
+	struct ending *ending = arg;
+	cJSON *focused = NULL;
+	for (size_t i = 0; i < count && !focused; i++) {
+		if (!windows[i].focused)
+			continue;
+		focused = cJSON_CreateObject();
+		cJSON_AddStringToObject(focused, "title", windows[i].title);
+		cJSON_AddStringToObject(focused, "class", windows[i].class_name);
+	}
+	cJSON_AddItemToObject(ending->changes, "focusedWindow",
+			      focused ? focused : cJSON_CreateNull());
+	if (handback.clipboard_changed)
+		cJSON_AddTrueToObject(ending->changes, "clipboardChanged");
+	else if (ending->clipboard_heard)
+		cJSON_AddFalseToObject(ending->changes, "clipboardChanged");
+	else
+		cJSON_AddNullToObject(ending->changes, "clipboardChanged");
+	handback.listening = false;
+	screen_client_hold(false);
+	finish(ending);
+}
+
 /* "screen": whether it looks different from when the person took it; null
  * when either look could not be taken (no display, or not yet at the lock). */
 static void on_last_look(void *arg, const struct screen_shot *shot,
 			 const struct screen_failure *failed)
 {
 	struct ending *ending = arg;
+	ending->clipboard_heard = handback.look_known && !handback.worker_gap;
 	if (shot && handback.look_known)
 		cJSON_AddBoolToObject(ending->changes, "screen",
 				      hash_bytes(shot->data, shot->length) != handback.look);
 	else
 		cJSON_AddNullToObject(ending->changes, "screen");
 	handback.look_known = false;
-	finish(ending);
+	screen_windows(on_windows, ending);
 }
 
 /* ---- the lock's two ends ---- */
@@ -218,6 +275,10 @@ void handback_begin(bool taken_back)
 	handback.files_cursor = changes_cursor();
 	handback.since_ms = lock_since();
 	handback.look_known = false;
+	handback.clipboard_changed = handback.worker_gap = false;
+	handback.listening = true;
+	/* A worker runs through the takeover, to hear the person copy. */
+	screen_client_hold(true);
 	handback.lock_number++;
 	/* At boxd's start the look at the lock is long gone. */
 	if (!taken_back)

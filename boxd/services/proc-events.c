@@ -118,6 +118,20 @@ static bool read_job_id(pid_t pid, char *id, size_t size)
 	return false;
 }
 
+/* A terminal's name from its device number (Linux's fixed majors: 4 for
+ * the consoles, 136 to 143 for the pseudo-terminals). */
+static void terminal_name(int tty, char *name, size_t size)
+{
+	unsigned major = ((unsigned)tty >> 8) & 0xfff;
+	unsigned minor = ((unsigned)tty & 0xff) | (((unsigned)tty >> 12) & 0xfff00);
+	if (major >= 136 && major <= 143)
+		snprintf(name, size, "pts/%u", (major - 136) * 256 + minor);
+	else if (major == 4 && minor < 64)
+		snprintf(name, size, "tty%u", minor);
+	else
+		snprintf(name, size, "%u:%u", major, minor);
+}
+
 static void on_exec(pid_t pid)
 {
 	char command[COMMAND_MAX + 1], id[32];
@@ -134,8 +148,13 @@ static void on_exec(pid_t pid)
 		.job_id = read_job_id(pid, id, sizeof id) ? id : NULL,
 	};
 	pid_t grandparent;
-	if (parent > 1 && read_stat(parent, &grandparent, &parent_session, &parent_tty))
-		exec.parent_at_prompt = parent_session == parent && parent_tty != 0;
+	char terminal[32];
+	if (parent > 1 && read_stat(parent, &grandparent, &parent_session, &parent_tty) &&
+	    parent_session == parent && parent_tty != 0) {
+		exec.parent_at_prompt = true;
+		terminal_name(parent_tty, terminal, sizeof terminal);
+		exec.terminal = terminal;
+	}
 	listen_state.fn(listen_state.arg, &exec);
 }
 

@@ -26,6 +26,7 @@ struct proc_exec {
 			       * bytes, unmasked); NULL when it ended first */
 	bool parent_at_prompt; /* the parent leads a session on a terminal: a
 				* shell a person types into */
+	const char *terminal;  /* then that terminal: "pts/3", "tty2" */
 	const char *job_id;    /* the boxd command whose cgroup it is in, or NULL */
 };
 

@@ -170,7 +170,10 @@ def test_bash_completion(boxd):
     assert complete(boxd, "boxctl --json lo") == ["lock"]
     assert complete(boxd, "boxctl exec --s") == ["--show"]
     assert complete(boxd, "boxctl record ") == ["start", "status", "stop"]
-            "record", "live", "clipboard", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
+    assert complete(boxd, "boxctl windows ") == ["--json", "focus"]
+    assert complete(boxd, "boxctl clipboard ") == ["get", "set"]
+    assert complete(boxd, "boxctl clipboard set --") == ["--file", "--primary"]
+    assert complete(boxd, "boxctl clipboard get --") == ["--output", "--primary"]
     assert complete(boxd, "boxctl freeze --") == ["--commands", "--reclaim"]
     assert complete(boxd, "boxctl shell --") == ["--", "--cwd", "--env", "--user"]
     sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()

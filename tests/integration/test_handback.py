@@ -4,11 +4,13 @@ terminal's prompt, boxd's own commands."""
 import os
 import pty
 import signal
+import subprocess
 import time
 
 from conftest import wait_for
 from exec_helpers import ok
 from screen_helpers import box, display  # noqa: F401 (fixtures)
+from test_windows import xterm
 
 
 def lock(boxd):
@@ -22,6 +24,23 @@ def unlock(boxd):
     assert status == 200, body
     assert body["locked"] is False and body["heldMs"] >= 0
     return body
+
+
+def terminal_of(pid):
+    """The terminal a process has, as boxd names it ("pts/3")."""
+    return subprocess.run(["ps", "-o", "tty=", "-p", str(pid)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def typed_in(changes, terminal):
+    """The commands typed at that terminal: the box is shared, and a command
+    typed anywhere else on this machine meanwhile is listed too, rightly."""
+    return [c for c in changes["commands"] if c.get("terminal") == terminal]
+
+
+def shell_of(xterm_proc):
+    return int(subprocess.run(["pgrep", "-P", str(xterm_proc.pid)], capture_output=True,
+                              text=True, check=True).stdout.split()[0])
 
 
 class Terminal:
@@ -56,7 +75,9 @@ def test_nothing_done_says_so(boxd):
     lock(boxd)
     body = unlock(boxd)
     changes = body["changes"]
-    assert changes["files"] == [] and changes["commands"] == [], changes
+    assert changes["files"] == [], changes
+    # Only commands typed elsewhere on this machine, if any: none of boxd's.
+    assert all("terminal" in c and "id" not in c for c in changes["commands"]), changes
     assert "filesAll" not in changes and "commandsSeen" not in changes, changes
 
 
@@ -86,17 +107,17 @@ def test_a_command_typed_at_a_prompt_is_listed_and_its_children_are_not(boxd):
     term = Terminal()
     try:
         term.read_until("$ ")
+        tty = terminal_of(term.pid)
         lock(boxd)
         term.type("sleep 0.4; bash -c 'sleep 0.3; true'; echo done-$((40+2))\n")
         term.read_until("done-42")
         changes = unlock(boxd)["changes"]
     finally:
         term.close()
-    commands = [c["command"] for c in changes["commands"]]
+    mine = typed_in(changes, tty)
     # The two programs the shell ran; not the inner bash's own sleep.
-    assert commands == ["sleep 0.4", "bash -c sleep 0.3; true"], changes["commands"]
-    assert all(c["pid"] > 0 and c["startedAt"] > 0 and "id" not in c
-               for c in changes["commands"])
+    assert [c["command"] for c in mine] == ["sleep 0.4", "bash -c sleep 0.3; true"], changes
+    assert all(c["pid"] > 0 and c["startedAt"] > 0 and "id" not in c for c in mine)
 
 
 def test_commands_before_the_lock_are_not_listed(boxd):
@@ -108,9 +129,10 @@ def test_commands_before_the_lock_are_not_listed(boxd):
         ok(boxd, "true")
         lock(boxd)
         changes = unlock(boxd)["changes"]
+        assert typed_in(changes, terminal_of(term.pid)) == [], changes
     finally:
         term.close()
-    assert changes["commands"] == [], changes
+    assert all("id" not in c for c in changes["commands"]), changes
 
 
 def test_a_secret_in_a_typed_command_is_masked(boxd):
@@ -118,6 +140,7 @@ def test_a_secret_in_a_typed_command_is_masked(boxd):
     term = Terminal()
     try:
         term.read_until("$ ")
+        tty = terminal_of(term.pid)
         lock(boxd)
         term.type("bash -c 'sleep 0.3; true' hunter2-very-secret; echo x-$((2+3))\n")
         term.read_until("x-5")
@@ -126,7 +149,7 @@ def test_a_secret_in_a_typed_command_is_masked(boxd):
         term.close()
         boxd.call("PUT", "/v1/secrets", {"secrets": {}})
     assert b"hunter2" not in body.body
-    commands = body.json()["changes"]["commands"]
+    commands = typed_in(body.json()["changes"], tty)
     assert [c["command"] for c in commands] == ["bash -c sleep 0.3; true ****"], commands
 
 
@@ -167,3 +190,58 @@ def test_the_screen_unchanged_is_false_and_a_change_is_true(box, display):
 def test_without_a_display_the_screen_is_unknown(boxd):
     lock(boxd)
     assert unlock(boxd)["changes"]["screen"] is None
+
+
+def test_a_takeover_is_told_exactly(box, display):
+    """The person focuses an xterm, types a command into its shell that writes
+    a file, and pastes from their own machine's clipboard."""
+    display.run(["xsetroot", "-solid", "#000000"])
+    term = xterm(display, "person's terminal", "PersonTerm", "80x10+0+0",
+                 ["bash", "--norc", "--noprofile", "-i"])
+    other = xterm(display, "agent's view", "AgentView", "40x5+600+400")
+    try:
+        ids = {w["title"]: w["id"] for w in box.call("GET", "/v1/screen/windows")[1]["windows"]}
+        agents, persons = ids["agent's view"], ids["person's terminal"]
+        assert box.call("POST", f"/v1/screen/windows/{agents}/focus")[0] == 200
+        tty = terminal_of(shell_of(term))
+        token = lock(box)
+        person = {"X-Takeover": token}
+        assert box.call("POST", f"/v1/screen/windows/{persons}/focus",
+                        headers=person)[0] == 200
+        target = f"{box.work_dir}/typed.txt"
+        status, _ = box.call("POST", "/v1/screen/input", {"actions": [
+            {"type": "type", "text": f"sleep 0.5; echo typed > {target}\n"}]}, headers=person)
+        assert status == 200
+        wait_for(lambda: os.path.exists(target), timeout=20, what="the typed command's file")
+        assert box.request("PUT", "/v1/screen/clipboard", b"one-time code 123456",
+                           {"Content-Type": "text/plain"}).status == 200
+        time.sleep(0.3)
+        body = unlock(box)
+    finally:
+        for proc in (term, other):
+            proc.kill()
+            proc.wait()
+    changes = body["changes"]
+    assert changes["screen"] is True, changes
+    assert changes["focusedWindow"] == {"title": "person's terminal", "class": "PersonTerm"}, changes
+    assert changes["clipboardChanged"] is True, changes
+    assert [(c["kind"], c["path"]) for c in changes["files"]] == [("created", target)], changes
+    assert [c["command"] for c in typed_in(changes, tty)] == ["sleep 0.5"], changes
+
+
+def test_nothing_done_with_a_display_says_so(box, display):
+    display.run(["xsetroot", "-solid", "#102030"])
+    term = xterm(display, "idle terminal", "IdleTerm", "40x5+10+10")
+    try:
+        wid = [w["id"] for w in box.call("GET", "/v1/screen/windows")[1]["windows"]][0]
+        assert box.call("POST", f"/v1/screen/windows/{wid}/focus")[0] == 200
+        lock(box)
+        time.sleep(0.5)
+        changes = unlock(box)["changes"]
+    finally:
+        term.kill()
+        term.wait()
+    assert all("id" not in c for c in changes.pop("commands")), changes
+    assert changes == {"files": [], "screen": False,
+                       "focusedWindow": {"title": "idle terminal", "class": "IdleTerm"},
+                       "clipboardChanged": False}, changes
