@@ -1,7 +1,9 @@
 """The display as agents use it: Xvfb on :99, Chromium showing a page served
-in the box, boxd's screenshots, input and recording."""
+in the box, boxd's screenshots, input and recording, the clipboard and the
+windows, and a person's takeover handed back."""
 import json
 import os
+import pty
 import socket
 import subprocess
 import time
@@ -159,3 +161,113 @@ def check_recording_plays():
     _, helpers = boxd_pids()
     figure("rss-after-screen-use", " ".join(f"{c}={rss_kib(p)}KiB" for p, c in sorted(helpers.items())))
     return f"{duration:.1f} s h264 1280x800, {stopped['frames']} frames, decodes cleanly"
+
+
+def clipboard():
+    status, headers, body = request("GET", "/v1/screen/clipboard")
+    assert status in (200, 204), (status, body[:200])
+    return body.decode() if status == 200 else None
+
+
+def set_clipboard(text, headers=None):
+    status, _, body = request("PUT", "/v1/screen/clipboard", text.encode(),
+                              headers={"Content-Type": "text/plain; charset=utf-8", **(headers or {})})
+    assert status == 200, (status, body[:200])
+
+
+def keys(*actions, headers=None):
+    return api("POST", "/v1/screen/input", {"actions": list(actions)}, headers=headers)
+
+
+def check_clipboard_pastes_into_chromium_and_reads_its_copy():
+    """What boxd owns, Chromium pastes with ctrl+v into the page's field;
+    what Chromium copies with ctrl+c, boxd reads back: Unicode whole."""
+    text = "pasted by boxd: ü 漢字 ✓"
+    set_clipboard(text)
+    keys({"type": "move", "x": 300, "y": 420}, {"type": "click", "button": "left"},
+         {"type": "key", "keys": "ctrl+a"}, {"type": "key", "keys": "ctrl+v"}, {"type": "wait", "ms": 300})
+    # boxd takes the clipboard again with another value; only a copy by
+    # Chromium brings the field's text back.
+    set_clipboard("a sentinel boxd owns")
+    start = time.monotonic()
+    keys({"type": "key", "keys": "ctrl+a"}, {"type": "key", "keys": "ctrl+c"})
+    wait_until("Chromium's copy of the pasted text", lambda: clipboard() == text, 30, 0.5)
+    return f"pasted into the field and copied back whole ({time.monotonic() - start:.1f} s for the copy)"
+
+
+def chromium_window():
+    found = [w for w in api("GET", "/v1/screen/windows")["windows"] if w["class"] == "Chromium"]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def check_windows_list_chromium_and_focus_it():
+    window = chromium_window()
+    comm = open(f"/proc/{window['pid']}/comm").read().strip()
+    assert comm.startswith("chromium"), (window, comm)
+    assert (window["x"], window["y"], window["width"], window["height"]) == (0, 0, 1280, 800), window
+    assert window["visible"], window
+    focused = api("POST", f"/v1/screen/windows/{window['id']}/focus")
+    assert focused["id"] == window["id"] and focused["focused"], focused
+    return f"Chromium's window {window['id']} (pid {window['pid']}, {comm}), 1280x800 at 0,0, focused"
+
+
+class PersonsTerminal:
+    """A shell on a terminal of its own, as a person's xterm runs it."""
+
+    def __init__(self):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+
+    def type(self, text):
+        os.write(self.fd, text.encode())
+
+    def terminal(self):
+        return subprocess.run(["ps", "-o", "tty=", "-p", str(self.pid)], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    def close(self):
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def check_hand_back_tells_what_the_person_did():
+    """A person takes the screen, types into Chromium's field, writes a file,
+    starts a command at a terminal, pastes from their own clipboard and hands
+    back: the answer lists exactly that. Then a lock with nothing done."""
+    os.makedirs("/work/handback", exist_ok=True)
+    term = PersonsTerminal()
+    try:
+        time.sleep(1)
+        tty = term.terminal()
+        time.sleep(1)  # the folder is watched
+        token = api("PUT", "/v1/lock", {"locked": True, "note": "a login"})["token"]
+        person = {"X-Takeover": token}
+        keys({"type": "move", "x": 300, "y": 420}, {"type": "click", "button": "left"},
+             {"type": "key", "keys": "ctrl+a"}, {"type": "type", "text": "the person typed"}, headers=person)
+        with open("/work/handback/person.txt", "w") as f:
+            f.write("written while the person had the screen\n")
+        term.type("sleep 1.5; echo done\n")
+        set_clipboard("one-time code 424242", headers=person)
+        time.sleep(2.5)
+        answer = api("PUT", "/v1/lock", {"locked": False})
+    finally:
+        term.close()
+    changes = answer["changes"]
+    assert changes["screen"] is True, changes
+    assert changes["focusedWindow"]["class"] == "Chromium", changes
+    assert changes["clipboardChanged"] is True, changes
+    assert [(c["kind"], c["path"]) for c in changes["files"]] == [("created", "/work/handback/person.txt")], changes
+    typed = [c["command"] for c in changes["commands"] if c.get("terminal") == tty]
+    assert typed == ["sleep 1.5"], changes["commands"]
+    # Nothing done: the field blurred first (a blinking caret is a change).
+    keys({"type": "move", "x": 900, "y": 600}, {"type": "click", "button": "left"}, {"type": "wait", "ms": 1500})
+    api("PUT", "/v1/lock", {"locked": True})
+    time.sleep(2)
+    idle = api("PUT", "/v1/lock", {"locked": False})["changes"]
+    assert idle["screen"] is False and idle["clipboardChanged"] is False and idle["files"] == [], idle
+    assert idle["focusedWindow"]["class"] == "Chromium", idle
+    return (f"held {answer['heldMs']} ms: screen, Chromium in front, clipboard, 1 file, "
+            f"`sleep 1.5` at {tty}; then nothing done said so ({idle['heldMs']} ms)")
