@@ -28,9 +28,12 @@ static const cap_value_t CAPABILITIES_KEPT[] = {
  * again (capabilities_raise), so no other code path of boxd acts with it.
  * CAP_SYS_ADMIN: an init's entropy, credited to the kernel's pool and the
  * random generator reseeded (RNDADDENTROPY, RNDRESEEDCRNG), which the
- * kernel allows only with it. Every program boxd starts is exec'd by root
- * and gets the bounding set anyway, so this adds nothing to theirs. */
-static const cap_value_t CAPABILITIES_DORMANT[] = {CAP_SYS_ADMIN};
+ * kernel allows only with it.
+ * CAP_NET_ADMIN: listening to the kernel's process events while a person has
+ * the screen (proc-events.c), which kernels before 6.6 allow only with it.
+ * Every program boxd starts is exec'd by root and gets the bounding set
+ * anyway, so these add nothing to theirs. */
+static const cap_value_t CAPABILITIES_DORMANT[] = {CAP_SYS_ADMIN, CAP_NET_ADMIN};
 #define DORMANT_COUNT ((int)(sizeof CAPABILITIES_DORMANT / sizeof CAPABILITIES_DORMANT[0]))
 
 /* Adds `value` to `wanted` (permitted, and effective when `effective`)

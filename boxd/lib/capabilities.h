@@ -11,8 +11,9 @@
  * access check refuses without it; boxd never attaches to a process).
  * CAP_SYS_ADMIN stays permitted but not effective: raised around the two
  * ioctls that credit an init's entropy and reseed the kernel's generator,
- * and lowered at once. Everything else (CAP_NET_ADMIN, CAP_SYS_MODULE, ...)
- * leaves the effective, permitted and inheritable sets.
+ * and lowered at once; so does CAP_NET_ADMIN, raised around asking the kernel
+ * for its process events (the lock's hand-back). Everything else
+ * (CAP_SYS_MODULE, ...) leaves the effective, permitted and inheritable sets.
  *
  * The bounding set stays full on purpose: boxd-shim is exec'd by root, and a
  * root exec gets the full bounding set back, so commands keep every

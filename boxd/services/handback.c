@@ -299,7 +299,7 @@ void handback_end(handback_done_fn done, void *arg)
 	if (handback.commands_more)
 		cJSON_AddNumberToObject(ending->changes, "commandsMore",
 					(double)handback.commands_more);
-	if (!handback.commands_heard)
+	if (!handback.commands_heard || proc_events_refused())
 		cJSON_AddStringToObject(ending->changes, "commandsSeen", "boxd");
 	if (handback.since_before_start)
 		cJSON_AddStringToObject(ending->changes, "incomplete",

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "capabilities.h"
 #include "clock.h"
 #include "log.h"
 
@@ -29,6 +30,7 @@ static struct {
 		pid_t child, parent;
 	} forks[FORKS_KEPT];
 	unsigned next_fork;
+	bool refused; /* the kernel answered the listen with an error */
 } listen_state = {.fd = -1};
 
 /* Reads a small /proc file whole into `buffer` (NUL-ended); its length, or
@@ -169,9 +171,11 @@ static void on_event(const struct proc_event *event)
 	case PROC_EVENT_EXEC: on_exec(event->event_data.exec.process_tgid); break;
 	case PROC_EVENT_NONE:
 		/* The answer to the listen: an error when the kernel refused. */
-		if (event->event_data.ack.err)
+		if (event->event_data.ack.err) {
+			listen_state.refused = true;
 			log_msg(LOG_LEVEL_WARNING, "the kernel refused its process events: %s",
 				strerror((int)event->event_data.ack.err));
+		}
 		break;
 	default: break;
 	}
@@ -229,10 +233,18 @@ bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char
 		return true;
 	int fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 	struct sockaddr_nl address = {.nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC};
-	if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof address) != 0 ||
-	    !send_op(fd, PROC_CN_MCAST_LISTEN)) {
+	/* Before 6.6 the kernel checks the sender's CAP_NET_ADMIN on the listen
+	 * (and its answer says EPERM, heard as `refused`). Without the
+	 * capability permitted (boxd not root) the listen is tried as is. */
+	bool raised = capabilities_raise(CAP_NET_ADMIN, true);
+	bool listening = fd >= 0 && bind(fd, (struct sockaddr *)&address, sizeof address) == 0 &&
+			 send_op(fd, PROC_CN_MCAST_LISTEN);
+	int saved = errno;
+	if (raised)
+		capabilities_raise(CAP_NET_ADMIN, false);
+	if (!listening) {
 		snprintf(why, why_size, "the kernel's process events are not open to boxd: %s",
-			 strerror(errno));
+			 strerror(saved));
 		if (fd >= 0)
 			close(fd);
 		return false;
@@ -240,10 +252,16 @@ bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char
 	listen_state.fd = fd;
 	listen_state.fn = fn;
 	listen_state.arg = arg;
+	listen_state.refused = false;
 	memset(listen_state.forks, 0, sizeof listen_state.forks);
 	listen_state.readable = event_new(base, fd, EV_READ | EV_PERSIST, on_readable, NULL);
 	event_add(listen_state.readable, NULL);
 	return true;
+}
+
+bool proc_events_refused(void)
+{
+	return listen_state.refused;
 }
 
 void proc_events_stop(void)

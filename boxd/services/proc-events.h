@@ -5,8 +5,9 @@
  * lists the commands started meanwhile (handback.h). The kernel says only
  * "pid N ran exec"; what it ran and who started it are read from /proc at
  * once, and a program that ended before that read is told with what is
- * still known. Needs CAP_NET_ADMIN in the machine's first namespaces (boxd
- * has both in a box). */
+ * still known. Kernels before 6.6 answer only a listener with CAP_NET_ADMIN
+ * (raised for the one message: capabilities.h); all want the machine's
+ * first namespaces (boxd has both in a box). */
 #ifndef BOXD_PROC_EVENTS_H
 #define BOXD_PROC_EVENTS_H
 
@@ -36,6 +37,9 @@ typedef void (*proc_exec_fn)(void *arg, const struct proc_exec *exec);
  * sentence in `why`, when the kernel refuses. Listening already: true. */
 bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char *why,
 		       size_t why_size);
+/* True when the kernel answered the listen with an error (it says so
+ * after the start, in its first message): nothing is heard. */
+bool proc_events_refused(void);
 void proc_events_stop(void);
 
 #endif

@@ -11,9 +11,10 @@
 
 /* In a child that dropped its capabilities: 0 when the drop kept CAP_KILL
  * and CAP_SYS_PTRACE (GET /v1/ports reads root processes' fd links), kept
- * CAP_SYS_ADMIN permitted but not effective until raised (an init's
- * entropy) and lowered again, and a root exec regains the whole bounding
- * set. */
+ * CAP_SYS_ADMIN and CAP_NET_ADMIN permitted but not effective until raised
+ * (an init's entropy, the kernel's process events) and lowered again, left
+ * out one never kept (CAP_SYS_MODULE), and a root exec regains the whole
+ * bounding set. */
 static void dropped_child(void)
 {
 	char error[256];
@@ -36,8 +37,16 @@ static void dropped_child(void)
 	caps = capabilities_raise(CAP_SYS_ADMIN, false) ? cap_get_proc() : NULL;
 	cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &lowered);
 	cap_free(caps);
-	if (raised != CAP_SET || lowered == CAP_SET || capabilities_raise(CAP_NET_ADMIN, true))
+	if (raised != CAP_SET || lowered == CAP_SET || capabilities_raise(CAP_SYS_MODULE, true))
 		_exit(13);
+	cap_flag_value_t net_admin = CAP_CLEAR, net_admin_effective = CAP_SET;
+	caps = cap_get_proc();
+	cap_get_flag(caps, CAP_NET_ADMIN, CAP_PERMITTED, &net_admin);
+	cap_get_flag(caps, CAP_NET_ADMIN, CAP_EFFECTIVE, &net_admin_effective);
+	cap_free(caps);
+	if (net_admin != CAP_SET || net_admin_effective == CAP_SET ||
+	    !capabilities_raise(CAP_NET_ADMIN, true) || !capabilities_raise(CAP_NET_ADMIN, false))
+		_exit(14);
 	execl("/bin/sh", "sh", "-c",
 	      "e=$(grep CapEff /proc/self/status | cut -f2); "
 	      "b=$(grep CapBnd /proc/self/status | cut -f2); [ \"$e\" = \"$b\" ]",
