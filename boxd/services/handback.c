@@ -55,10 +55,12 @@ struct ending {
 	bool clipboard_heard; /* a worker listened from the lock to now */
 };
 
+/* Only the clipboard counts: the primary selection changes with every
+ * stretch of text selected anywhere (a click in a page's field will do), and
+ * says nothing of what the person copied. */
 static void on_clipboard_changed(const char *selection)
 {
-	(void)selection;
-	if (handback.listening)
+	if (handback.listening && strcmp(selection, "clipboard") == 0)
 		handback.clipboard_changed = true;
 }
 

@@ -245,3 +245,30 @@ def test_nothing_done_with_a_display_says_so(box, display):
     assert changes == {"files": [], "screen": False,
                        "focusedWindow": {"title": "idle terminal", "class": "IdleTerm"},
                        "clipboardChanged": False}, changes
+
+
+def owner(display, selection, text):
+    """xclip owning `selection` in the foreground (-quiet), killed after."""
+    proc = subprocess.Popen(["xclip", "-quiet", "-selection", selection, "-i"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=display.env())
+    proc.stdin.write(text)
+    proc.stdin.close()
+    return proc
+
+
+def test_a_copy_counts_and_a_selection_does_not(box, display):
+    procs = []
+    try:
+        lock(box)
+        procs.append(owner(display, "primary", b"only selected"))
+        time.sleep(0.5)
+        assert unlock(box)["changes"]["clipboardChanged"] is False
+        lock(box)
+        procs.append(owner(display, "clipboard", b"copied"))
+        time.sleep(0.5)
+        assert unlock(box)["changes"]["clipboardChanged"] is True
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
