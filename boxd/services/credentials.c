@@ -508,6 +508,15 @@ char *credentials_git_answer(const char *protocol, const char *host)
 	char *value = entry ? secret_value(entry->secret) : NULL;
 	if (!value)
 		return NULL;
+	if (strpbrk(value, "\r\n")) {
+		/* git's protocol is a line per attribute: such a value would end
+		 * the password early and could set other attributes. */
+		log_msg(LOG_LEVEL_WARNING,
+			"the secret %s holds a line end: git cannot be given it for %s",
+			entry->secret, host);
+		wipe_free(value);
+		return NULL;
+	}
 	char *answer = xasprintf("username=%s\npassword=%s\n", entry->username, value);
 	wipe_free(value);
 	return answer;

@@ -179,6 +179,18 @@ def test_the_value_never_shows_in_answers(cboxd, server):
     assert result["stdout"] == f"username={USER}\npassword=****\n"
 
 
+def test_a_value_with_a_line_end_is_not_handed_to_git(cboxd):
+    put_secrets(cboxd, GIT_TOKEN="first-line-of-it\nusername=evil")
+    assert set_git(cboxd, "github.com")[0] == 200
+    status, _ = cboxd.call("GET", "/v1/credentials/git/fill?protocol=https&host=github.com")
+    assert status == 404
+    got = subprocess.run([GIT_HELPER, "get"], input="protocol=https\nhost=github.com\n",
+                         capture_output=True, text=True,
+                         env=dict(os.environ, BOXD_SOCKET=cboxd.socket))
+    assert got.returncode == 0 and got.stdout == ""
+    assert "line end" in cboxd.log()
+
+
 def test_commands_may_not_set_credentials(cboxd):
     put_secrets(cboxd, GIT_TOKEN=TOKEN)
     script = ("import http.client,socket,os,json\n"
@@ -188,7 +200,6 @@ def test_commands_may_not_set_credentials(cboxd):
               "for method, path, body in [('PUT','/v1/credentials/git',{'host':'evil.example','username':'u','secret':'GIT_TOKEN'}),"
               "('DELETE','/v1/credentials/aws',None),('PUT','/v1/credentials/registry',{'registry':'r.example','username':'u','secret':'GIT_TOKEN'})]:\n"
               "    c=C('x'); c.request(method, path, json.dumps(body) if body else None); print(c.getresponse().status)\n")
-    result = run(cboxd, "python3 -", {}, None) if False else None
     status, result = cboxd.call("POST", "/v1/exec", {"cmd": "/usr/bin/python3 -", "stdin": script})
     assert status == 200 and result["stdout"].split() == ["403", "403", "403"], result
 
