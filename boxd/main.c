@@ -31,6 +31,7 @@
 #include "report.h"
 #include "resumable-uploads.h"
 #include "screen-client.h"
+#include "credentials.h"
 #include "secrets.h"
 #include "services.h"
 #include "upload.h"
@@ -127,6 +128,7 @@ static bool start_services(void)
 	activity_init();
 	/* Before serving: the first answer already masks restored secrets. */
 	secrets_init(config.run_dir, config.work_dir);
+	credentials_init(config.run_dir, config.user);
 	archive_client_init(base, &config);
 	screen_client_init(base, config.display, config.screen_idle_sec);
 	recording_init(config.work_dir);
@@ -187,6 +189,7 @@ static void stop_services(void)
 	server_stop();
 	exec_shutdown();
 	notify_stop();
+	credentials_shutdown();
 	secrets_shutdown();
 }
 

@@ -24,19 +24,32 @@ extern const struct api_route api_services_routes[];
 extern const struct api_route api_ports_routes[];
 extern const struct api_route api_freeze_routes[];
 extern const struct api_route api_clipboard_routes[];
+extern const struct api_route api_credentials_routes[];
 
 const struct api_route *const api_route_tables[] = {
-	api_health_routes,        api_steps_routes,
-	api_lock_routes,          api_exec_routes,
-	api_exec_input_routes,    api_exec_attach_routes,
-	api_exec_output_routes,   api_procs_routes,
-	api_screen_routes,        api_secrets_routes,
-	api_sync_routes,          api_uploads_routes,
-	api_files_routes,         api_files_ops_routes,
-	api_files_changes_routes, api_init_routes,
-	api_services_routes,      api_ports_routes,
-	api_freeze_routes,        api_screen_windows_routes,
-	api_clipboard_routes,     NULL,
+	api_health_routes,
+	api_steps_routes,
+	api_lock_routes,
+	api_exec_routes,
+	api_exec_input_routes,
+	api_exec_attach_routes,
+	api_exec_output_routes,
+	api_procs_routes,
+	api_screen_routes,
+	api_secrets_routes,
+	api_sync_routes,
+	api_uploads_routes,
+	api_files_routes,
+	api_files_ops_routes,
+	api_files_changes_routes,
+	api_init_routes,
+	api_services_routes,
+	api_ports_routes,
+	api_freeze_routes,
+	api_screen_windows_routes,
+	api_clipboard_routes,
+	api_credentials_routes,
+	NULL,
 };
 
 static const struct boxd_config *settings;

@@ -21,18 +21,32 @@ extern const struct ctl_command ctl_clipboard_commands[];
 extern const struct ctl_command ctl_windows_commands[];
 extern const struct ctl_command ctl_secrets_commands[];
 extern const struct ctl_command ctl_env_commands[];
+extern const struct ctl_command ctl_credentials_commands[];
 extern const struct ctl_command ctl_sync_commands[];
 extern const struct ctl_command ctl_files_commands[];
 extern const struct ctl_command ctl_changes_commands[];
 
 /* In the order of the API's areas, as `boxctl --help` lists them. */
 static const struct ctl_command *const command_tables[] = {
-	ctl_health_commands,    ctl_freeze_commands,  ctl_exec_commands,
-	ctl_terminal_commands,  ctl_procs_commands,   ctl_secrets_commands,
-	ctl_env_commands,       ctl_screen_commands,  ctl_live_commands,
-	ctl_clipboard_commands, ctl_windows_commands, ctl_sync_commands,
-	ctl_files_commands,     ctl_steps_commands,   ctl_services_commands,
-	ctl_ports_commands,     ctl_changes_commands, NULL,
+	ctl_health_commands,
+	ctl_freeze_commands,
+	ctl_exec_commands,
+	ctl_terminal_commands,
+	ctl_procs_commands,
+	ctl_secrets_commands,
+	ctl_env_commands,
+	ctl_credentials_commands,
+	ctl_screen_commands,
+	ctl_live_commands,
+	ctl_clipboard_commands,
+	ctl_windows_commands,
+	ctl_sync_commands,
+	ctl_files_commands,
+	ctl_steps_commands,
+	ctl_services_commands,
+	ctl_ports_commands,
+	ctl_changes_commands,
+	NULL,
 };
 
 #define DEFAULT_SOCKET "/run/boxd/boxd.sock"

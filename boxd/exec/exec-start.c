@@ -21,6 +21,7 @@
 #include "protect.h"
 #include "random-id.h"
 #include "redact.h"
+#include "credentials.h"
 #include "secrets.h"
 #include "shim-protocol.h"
 #include "shim-spec.h"
@@ -156,6 +157,10 @@ static void build_env(const struct exec_request *r, struct shim_spec *spec)
 		push_env(&spec->env, &spec->env_count, xasprintf("DISPLAY=%s", config->display));
 	init_env_foreach(add_init_env, spec);
 	secrets_foreach(add_secret_env, spec);
+	credentials_env_foreach(add_init_env, spec);
+	/* boxctl and the credential helpers in a command reach the boxd that
+	 * ran it (several may run side by side). */
+	push_env(&spec->env, &spec->env_count, xasprintf("BOXD_SOCKET=%s", config->socket_path));
 	for (size_t i = 0; i < r->env_count; i++)
 		push_env(&spec->env, &spec->env_count, xstrdup(r->env[i]));
 }

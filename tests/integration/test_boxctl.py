@@ -48,7 +48,7 @@ def test_socket_flag_beats_the_environment(boxd, tmp_path):
     assert out.returncode == 0
 
 
-COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "shot", "input",
+COMMANDS = ["health", "freeze", "thaw", "exec", "shell", "attach", "procs", "secrets", "env", "credentials", "shot", "input",
             "record", "live", "clipboard", "windows", "sync", "get", "files", "changes", "steps", "lock", "unlock", "ports", "services"]
 
 
@@ -70,7 +70,8 @@ def test_help_is_tidy_and_lists_every_command(boxd):
                 assert line.index(description.strip()) == 30, line
     listed = [line.split()[0] for line in lines if line[2] != " "]
     assert sorted(set(listed)) == sorted(COMMANDS)
-    for verb in ["procs rm ID", "exec --show ID", "env set SERVICE", "lock status", "windows focus ID",
+    for verb in ["procs rm ID", "exec --show ID", "env set SERVICE", "credentials git HOST USER SECRET",
+                 "credentials aws ROLE_ARN REGION --token-file FILE|-", "lock status", "windows focus ID",
                  "freeze [--reclaim] [--commands]"]:
         assert verb in text, verb
 
@@ -176,9 +177,58 @@ def test_bash_completion(boxd):
     assert complete(boxd, "boxctl clipboard get --") == ["--output", "--primary"]
     assert complete(boxd, "boxctl freeze --") == ["--commands", "--reclaim"]
     assert complete(boxd, "boxctl shell --") == ["--", "--cwd", "--env", "--user"]
+    assert complete(boxd, "boxctl credentials ") == ["aws", "git", "ls", "registry", "rm"]
+    assert complete(boxd, "boxctl credentials rm ") == ["aws", "git", "registry"]
+    assert complete(boxd, "boxctl credentials aws arn us-east-1 ") == ["--token-file"]
+    boxd.call("PUT", "/v1/secrets", {"secrets": {"GIT_TOKEN": "completion-token-1"}})
+    assert complete(boxd, "boxctl credentials git github.com u ") == ["GIT_TOKEN"]
+    boxd.boxctl("credentials", "git", "github.com", "u", "GIT_TOKEN")
+    assert complete(boxd, "boxctl credentials rm git ") == ["github.com"]
+    boxd.call("PUT", "/v1/secrets", {"secrets": {}})
     sleeper = boxd.boxctl("exec", "--bg", "--", "sleep 30").stdout.split()[0].decode()
     assert complete(boxd, "boxctl procs stop ") == [sleeper]
     assert complete(boxd, "boxctl procs stop b_") == [sleeper]
     assert complete(boxd, "boxctl attach ") == [sleeper]
     boxd.boxctl("procs", "stop", sleeper)
 
+
+
+def test_credentials(boxd, tmp_path):
+    boxd.call("PUT", "/v1/secrets", {"secrets": {"GIT_TOKEN": "ctl-token-value-1",
+                                                 "REG_PASSWORD": "ctl-token-value-2"}})
+    try:
+        out = boxd.boxctl("credentials", "git", "github.com", "x-access-token", "GIT_TOKEN")
+        assert out.returncode == 0, out
+        assert b"github.com" in out.stdout and b"GIT_TOKEN" in out.stdout
+        assert boxd.boxctl("credentials", "registry", "registry.example:5000", "u",
+                           "REG_PASSWORD").returncode == 0
+        token = tmp_path / "token"
+        token.write_text("eyJhbGciOiJSUzI1NiJ9.ctl-token\n")
+        out = boxd.boxctl("credentials", "aws", "arn:aws:iam::1:role/r", "us-east-1",
+                          "--token-file", str(token))
+        assert out.returncode == 0, out
+        with open(os.path.join(boxd.run_dir, "aws-web-identity-token")) as f:
+            assert f.read() == "eyJhbGciOiJSUzI1NiJ9.ctl-token"
+        out = boxd.boxctl("credentials", "aws", "arn:aws:iam::1:role/r", "us-west-2",
+                          "--token-file", "-", input=b"eyJhbGciOiJSUzI1NiJ9.from-stdin")
+        assert out.returncode == 0, out
+        listed = boxd.boxctl("credentials").stdout.decode().splitlines()
+        assert [line.split()[:4] for line in listed] == [
+            ["git", "github.com", "x-access-token", "GIT_TOKEN"],
+            ["registry", "registry.example:5000", "u", "REG_PASSWORD"],
+            ["aws", "arn:aws:iam::1:role/r", "us-west-2",
+             os.path.join(boxd.run_dir, "aws-web-identity-token")]]
+        assert b"ctl-token" not in boxd.boxctl("--json", "credentials", "ls").stdout
+        # Errors: an unknown secret (the API's sentence), usage.
+        out = boxd.boxctl("credentials", "git", "gitlab.com", "u", "NOPE")
+        assert out.returncode == 1 and b"NOPE" in out.stderr, out
+        assert boxd.boxctl("credentials", "aws", "arn:aws:iam::1:role/r", "us-east-1",
+                           "the-token").returncode == 2
+        assert boxd.boxctl("credentials", "git", "github.com").returncode == 2
+        assert boxd.boxctl("credentials", "rm", "git", "github.com").returncode == 0
+        assert boxd.boxctl("credentials", "rm", "registry", "registry.example:5000").returncode == 0
+        assert boxd.boxctl("credentials", "rm", "aws").returncode == 0
+        assert boxd.boxctl("credentials", "rm", "aws").returncode == 1
+        assert boxd.boxctl("credentials").stdout == b""
+    finally:
+        boxd.call("PUT", "/v1/secrets", {"secrets": {}})

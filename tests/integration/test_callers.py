@@ -89,6 +89,33 @@ def test_service_settings_are_the_control_planes_too(boxd):
     assert not os.path.exists(os.path.join(boxd.work_dir, ".sbx", "env", "api.env"))
 
 
+CREDENTIAL_WRITES = [
+    ("PUT", "/v1/credentials/git", {"host": "evil.example", "username": "u", "secret": "TOKEN"}),
+    ("DELETE", "/v1/credentials/git/github.com", None),
+    ("PUT", "/v1/credentials/registry", {"registry": "evil.example", "username": "u",
+                                         "secret": "TOKEN"}),
+    ("DELETE", "/v1/credentials/registry/registry.example", None),
+    ("PUT", "/v1/credentials/aws", {"roleArn": "arn:aws:iam::1:role/evil", "region": "us-east-1",
+                                    "webIdentityToken": "eyJ.evil"}),
+    ("DELETE", "/v1/credentials/aws", None),
+]
+
+
+@pytest.mark.parametrize("method, path, body", CREDENTIAL_WRITES)
+def test_credentials_writes_are_the_control_planes(boxd, method, path, body):
+    assert boxd.call("PUT", "/v1/secrets", {"secrets": {"TOKEN": "token-value-12345"}})[0] == 200
+    try:
+        assert boxd.call("PUT", "/v1/credentials/git", {"host": "github.com", "username": "u",
+                                                         "secret": "TOKEN"})[0] == 200
+        before = boxd.call("GET", "/v1/credentials")
+        assert_error(command_call(boxd, method, path, body), 403, "forbidden", method, path)
+        assert boxd.call("GET", "/v1/credentials") == before
+        # Reading the table is anyone's.
+        assert command_call(boxd, "GET", "/v1/credentials", None) == before
+    finally:
+        boxd.call("PUT", "/v1/secrets", {"secrets": {}})
+
+
 def test_a_command_still_reads_and_runs_commands(boxd):
     status, health = command_call(boxd, "GET", "/v1/health", None)
     assert status == 200 and health["ok"] is True

@@ -135,7 +135,8 @@ def test_package_installs_programs_units_and_config(root):
                  "/lib/systemd/system/boxd-xvfb.service", "/lib/systemd/system/boxd-dns.service",
                  "/lib/systemd/system/docker.service.d/boxd-dns.conf", "/etc/boxd/boxd.conf",
                  "/usr/share/man/man8/boxd.8.gz", "/usr/share/man/man1/boxctl.1.gz",
-                 "/usr/share/bash-completion/completions/boxctl"):
+                 "/usr/share/bash-completion/completions/boxctl",
+                 "/usr/libexec/boxd/git-credential-boxd", "/usr/bin/docker-credential-boxd"):
         assert path in listing, f"{path} is not in the package"
     with open(os.path.join(TOP, "shims", "meson.build")) as f:
         if "'boxd-shim'" in f.read():
@@ -143,6 +144,9 @@ def test_package_installs_programs_units_and_config(root):
     # dh_installsystemd enabled the units at install (deb-systemd-helper).
     wants = os.path.join(root, "etc/systemd/system/multi-user.target.wants")
     assert {"boxd-dns.service", "boxd-xvfb.service", "boxd.service"} <= set(os.listdir(wants))
+    # git anywhere in the box asks boxd (postinst's block in /etc/gitconfig).
+    with open(os.path.join(root, "etc/gitconfig")) as f:
+        assert "helper = /usr/libexec/boxd/git-credential-boxd" in f.read()
     conffiles = chroot(root, "dpkg-query", "-W", "-f=${Conffiles}", "boxd").stdout
     assert "/etc/boxd/boxd.conf" in conffiles
     size = chroot(root, "dpkg-query", "-W", "-f=${Installed-Size}", "boxd").stdout
