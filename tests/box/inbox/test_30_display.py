@@ -274,6 +274,12 @@ def check_hand_back_tells_what_the_person_did():
     assert changes["clipboardChanged"] is True, changes
     assert [(c["kind"], c["path"]) for c in changes["files"]] == [("created", "/work/handback/person.txt")], changes
     typed = [c["command"] for c in changes["commands"] if c.get("terminal") == tty]
+    if not typed:
+        log = subprocess.run(["journalctl", "-u", "boxd", "--no-pager", "-n", "300"], capture_output=True,
+                             text=True).stdout
+        emit("boxd's log: " + " | ".join(line for line in log.splitlines()
+                                          if "process" in line or "hand-back" in line or "locked" in line))
+        emit(f"the answer: {json.dumps(answer)[:2000]} (the terminal: {tty})")
     # `touch` may end before boxd reads what it was: then its command is null.
     assert typed[:1] == ["sleep 1.5"] and typed[1:] in ([f"touch {typed_mark}"], [None]), changes["commands"]
     # Nothing done: the field blurred first (a blinking caret is a change).
