@@ -231,12 +231,14 @@ bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char
 {
 	if (listen_state.fd >= 0)
 		return true;
+	/* Before 6.6 the kernel checks CAP_NET_ADMIN on the listen twice: in
+	 * the sender and in the credentials the socket was opened with; and it
+	 * refuses in silence when nobody else listens (else its answer says
+	 * EPERM, heard as `refused`). So the socket is opened with it raised.
+	 * Without the capability permitted (boxd not root) it is tried as is. */
+	bool raised = capabilities_raise(CAP_NET_ADMIN, true);
 	int fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
 	struct sockaddr_nl address = {.nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC};
-	/* Before 6.6 the kernel checks the sender's CAP_NET_ADMIN on the listen
-	 * (and its answer says EPERM, heard as `refused`). Without the
-	 * capability permitted (boxd not root) the listen is tried as is. */
-	bool raised = capabilities_raise(CAP_NET_ADMIN, true);
 	bool listening = fd >= 0 && bind(fd, (struct sockaddr *)&address, sizeof address) == 0 &&
 			 send_op(fd, PROC_CN_MCAST_LISTEN);
 	int saved = errno;
@@ -268,7 +270,13 @@ void proc_events_stop(void)
 {
 	if (listen_state.fd < 0)
 		return;
+	/* The kernel counts its listeners, and sends events to everyone
+	 * while any is counted: this must be heard (the same check as the
+	 * listen's). */
+	bool raised = capabilities_raise(CAP_NET_ADMIN, true);
 	send_op(listen_state.fd, PROC_CN_MCAST_IGNORE);
+	if (raised)
+		capabilities_raise(CAP_NET_ADMIN, false);
 	event_free(listen_state.readable);
 	close(listen_state.fd);
 	listen_state.fd = -1;
