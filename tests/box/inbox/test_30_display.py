@@ -286,8 +286,9 @@ def check_hand_back_tells_what_the_person_did():
     keys({"type": "move", "x": 900, "y": 600}, {"type": "click", "button": "left"}, {"type": "wait", "ms": 1500})
     api("PUT", "/v1/lock", {"locked": True})
     time.sleep(2)
-    idle = api("PUT", "/v1/lock", {"locked": False})["changes"]
+    idle_answer = api("PUT", "/v1/lock", {"locked": False})
+    idle = idle_answer["changes"]
     assert idle["screen"] is False and idle["clipboardChanged"] is False and idle["files"] == [], idle
     assert idle["focusedWindow"]["class"] == "Chromium", idle
     return (f"held {answer['heldMs']} ms: screen, Chromium in front, clipboard, 1 file, "
-            f"`sleep 1.5` at {tty}; then nothing done said so ({idle['heldMs']} ms)")
+            f"`sleep 1.5` at {tty}; then nothing done said so ({idle_answer['heldMs']} ms)")
