@@ -203,7 +203,11 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 			if (message->id.idx != CN_IDX_PROC || message->id.val != CN_VAL_PROC ||
 			    message->len < sizeof(struct proc_event))
 				continue;
-			on_event((const struct proc_event *)message->data);
+			/* The event sits 4-aligned after the headers; its
+			 * timestamp wants 8. */
+			struct proc_event event;
+			memcpy(&event, message->data, sizeof event);
+			on_event(&event);
 		}
 	}
 }

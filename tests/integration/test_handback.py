@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 
+from changeslib import ready_cursor
 from conftest import wait_for
 from exec_helpers import ok
 from screen_helpers import box, display  # noqa: F401 (fixtures)
@@ -14,6 +15,8 @@ from test_windows import xterm
 
 
 def lock(boxd):
+    # The journal answers exactly once its first walk is over (else filesAll).
+    ready_cursor(boxd)
     status, body = boxd.call("PUT", "/v1/lock", {"locked": True, "note": "a login"})
     assert status == 200, body
     return body["token"]
@@ -86,7 +89,6 @@ def test_files_written_while_locked_are_listed_as_changes_lists_them(boxd):
     os.makedirs(f"{work}/repo")
     with open(f"{work}/repo/old.txt", "w") as f:
         f.write("old")
-    wait_for(lambda: boxd.call("GET", "/v1/files/changes")[0] == 200)
     time.sleep(0.3)  # the watch covers the new folder
     lock(boxd)
     with open(f"{work}/repo/notes.txt", "w") as f:
