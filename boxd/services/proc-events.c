@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "capabilities.h"
@@ -31,6 +32,7 @@ static struct {
 	} forks[FORKS_KEPT];
 	unsigned next_fork;
 	bool refused; /* the kernel answered the listen with an error */
+	bool heard;   /* the fork made to check came, with boxd's own pid */
 } listen_state = {.fd = -1};
 
 /* Reads a small /proc file whole into `buffer` (NUL-ended); its length, or
@@ -164,6 +166,10 @@ static void on_event(const struct proc_event *event)
 {
 	switch (event->what) {
 	case PROC_EVENT_FORK:
+		/* boxd's own fork, by the pid boxd knows itself by: events in
+		 * another pid namespace's numbers are no use to it. */
+		if (event->event_data.fork.parent_tgid == getpid())
+			listen_state.heard = true;
 		if (event->event_data.fork.child_pid == event->event_data.fork.child_tgid)
 			remember_fork(event->event_data.fork.child_tgid,
 				      event->event_data.fork.parent_tgid);
@@ -230,6 +236,22 @@ static bool send_op(int fd, enum proc_cn_mcast_op op)
 	return send(fd, buffer, LENGTH, MSG_NOSIGNAL) == LENGTH;
 }
 
+/* The kernel takes no listen from outside the machine's first pid and user
+ * namespaces (a container, a chroot under unshare), nor, before 6.6, from one
+ * without the capability; it says nothing when nobody else listens, and
+ * when another does (a count a killed listener never gives back), its
+ * events come in pids of the first namespace, which name other processes
+ * here or none. So boxd forks once (the child ends at once): a listener
+ * that does not hear that fork by boxd's own pid hears nothing of use. */
+static void make_an_event(void)
+{
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	if (child > 0)
+		waitpid(child, NULL, 0);
+}
+
 bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char *why,
 		       size_t why_size)
 {
@@ -258,16 +280,19 @@ bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char
 	listen_state.fd = fd;
 	listen_state.fn = fn;
 	listen_state.arg = arg;
-	listen_state.refused = false;
+	listen_state.refused = listen_state.heard = false;
 	memset(listen_state.forks, 0, sizeof listen_state.forks);
 	listen_state.readable = event_new(base, fd, EV_READ | EV_PERSIST, on_readable, NULL);
 	event_add(listen_state.readable, NULL);
+	make_an_event();
 	return true;
 }
 
 bool proc_events_refused(void)
 {
-	return listen_state.refused;
+	if (listen_state.fd >= 0)
+		on_readable(listen_state.fd, EV_READ, NULL); /* what is queued */
+	return listen_state.refused || !listen_state.heard;
 }
 
 void proc_events_stop(void)

@@ -37,8 +37,10 @@ typedef void (*proc_exec_fn)(void *arg, const struct proc_exec *exec);
  * sentence in `why`, when the kernel refuses. Listening already: true. */
 bool proc_events_start(struct event_base *base, proc_exec_fn fn, void *arg, char *why,
 		       size_t why_size);
-/* True when the kernel answered the listen with an error (it says so
- * after the start, in its first message): nothing is heard. */
+/* True when nothing of use is heard: the kernel answered the listen with
+ * an error, or did not tell the fork boxd makes at the start to check by
+ * boxd's own pid (outside the machine's first pid namespace it sends
+ * nothing, or other processes' numbers). Reads what is queued first. */
 bool proc_events_refused(void);
 void proc_events_stop(void);
 
