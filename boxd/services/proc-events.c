@@ -44,7 +44,7 @@ static ssize_t read_proc(pid_t pid, const char *name, char *buffer, size_t size)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	ssize_t total = 0, got;
+	ssize_t total = 0, got = 0;
 	while ((size_t)total < size - 1 &&
 	       (got = read(fd, buffer + total, size - 1 - (size_t)total)) > 0)
 		total += got;
