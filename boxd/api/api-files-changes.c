@@ -18,7 +18,6 @@
 #include "api.h"
 #include "api-alive.h"
 #include "changes.h"
-#include "files.h"
 #include "redact-json.h"
 #include "utf8.h"
 #include "work-path.h"

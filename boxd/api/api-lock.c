@@ -9,9 +9,6 @@
 
 #define NOTE_MAX 2000
 
-/* Between the call that hands back and its answer. */
-static bool handing_back;
-
 static void take(struct api_request *req, const char *note)
 {
 	lock_set(true, note);
@@ -29,7 +26,6 @@ static void take(struct api_request *req, const char *note)
 static void handed_back(void *arg, int64_t held_ms, cJSON *changes)
 {
 	struct api_request *req = arg;
-	handing_back = false;
 	lock_set(false, NULL);
 	log_msg(LOG_LEVEL_INFO, "unlocked after %lld ms", (long long)held_ms);
 	cJSON *reply = lock_to_json();
@@ -69,21 +65,19 @@ static void handle_put_lock(struct api_request *req)
 			(long long)lock_since());
 		return;
 	}
-	if (now_locked != lock_is_locked())
-		steps_add("lock",
-			  now_locked ? "a person took the screen%s%s"
-				     : "the screen was handed back%s%s",
-			  text ? ": " : "", text ? text : "");
-	if (now_locked && !lock_is_locked())
+	if (now_locked && !lock_is_locked()) {
+		steps_add("lock", "a person took the screen%s%s", text ? ": " : "",
+			  text ? text : "");
 		take(req, text);
-	else if (!now_locked && lock_is_locked() && handing_back)
-		api_reply_failure(req, FAILURE_CONFLICT,
-				  "the screen is being handed back already: its answer goes "
-				  "to the call that asked first");
-	else if (!now_locked && lock_is_locked()) {
+	} else if (!now_locked && lock_is_locked()) {
 		/* Asked before the lock ends, so what is marked is still there. */
-		handing_back = true;
-		handback_end(handed_back, req);
+		if (handback_end(handed_back, req))
+			steps_add("lock", "the screen was handed back%s%s", text ? ": " : "",
+				  text ? text : "");
+		else
+			api_reply_failure(req, FAILURE_CONFLICT,
+					  "the screen is being handed back already: its answer "
+					  "goes to the call that asked first");
 	} else
 		api_reply_json(req, 200, lock_to_json());
 }

@@ -44,6 +44,7 @@ static struct {
 	bool clipboard_changed;
 	bool worker_gap; /* the worker went away meanwhile: a change may be unheard */
 	bool listening;
+	bool ending; /* a hand-back's answer is on its way */
 } handback;
 
 /* A hand-back on its way: its answers come one after another. */
@@ -220,6 +221,7 @@ static void on_first_look(void *arg, const struct screen_shot *shot,
 
 static void finish(struct ending *ending)
 {
+	handback.ending = false;
 	ending->done(ending->arg, ending->held_ms, ending->changes);
 	free(ending);
 }
@@ -289,8 +291,11 @@ void handback_begin(bool taken_back)
 	listen_for_commands();
 }
 
-void handback_end(handback_done_fn done, void *arg)
+bool handback_end(handback_done_fn done, void *arg)
 {
+	if (handback.ending)
+		return false;
+	handback.ending = true;
 	struct ending *ending = xmalloc(sizeof *ending);
 	ending->done = done;
 	ending->arg = arg;
@@ -313,4 +318,5 @@ void handback_end(handback_done_fn done, void *arg)
 	handback.files_cursor = NULL;
 	handback.lock_number++;
 	take_look(on_last_look, ending);
+	return true;
 }

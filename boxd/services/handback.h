@@ -29,8 +29,10 @@ void handback_begin(bool taken_back);
 
 /* The screen is being handed back (call it before the lock ends):
  * `done(arg, held_ms, changes)` runs once, later, with how long the lock was
- * held and the answer's "changes" object (the callee's to keep). */
+ * held and the answer's "changes" object (the callee's to keep). False, and
+ * `done` never runs, while another hand-back's answer is on its way: one
+ * answer per lock, to the call that asked first. */
 typedef void (*handback_done_fn)(void *arg, int64_t held_ms, cJSON *changes);
-void handback_end(handback_done_fn done, void *arg);
+bool handback_end(handback_done_fn done, void *arg);
 
 #endif
