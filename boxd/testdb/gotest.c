@@ -1,0 +1,194 @@
+/* gotest.c: `psbx-testdb gotest`, a database per Go package (testdb.h).
+ *
+ * One server for the whole run; go test runs every package's test binary
+ * through `psbx-testdb _exec` (its -exec flag), which makes that package a
+ * database of its own, empty, and runs the binary with DATABASE_URL naming
+ * it. Packages run side by side as go test schedules them; none sees
+ * another's tables. The server is removed when go test ends, however it
+ * ends. */
+#include "testdb.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sha1.h"
+#include "xalloc.h"
+
+extern char **environ;
+
+/* Names the run's server for the wrappers go test starts. */
+#define GOTEST_ENV "PSBX_TESTDB_GOTEST"
+
+static pid_t go_pid;
+
+static void forward_signal(int signal_number)
+{
+	if (go_pid > 0)
+		kill(go_pid, signal_number);
+}
+
+/* Ctrl-C reaches go test from the terminal itself; a SIGTERM or SIGHUP
+ * sent to us alone is passed on. Either way we outlive go test to remove
+ * the server. */
+static void watch_signals(void)
+{
+	struct sigaction forward = {.sa_handler = forward_signal};
+	sigemptyset(&forward.sa_mask);
+	sigaction(SIGTERM, &forward, NULL);
+	sigaction(SIGHUP, &forward, NULL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+}
+
+static bool is_exec_flag(const char *arg)
+{
+	return strcmp(arg, "-exec") == 0 || strcmp(arg, "--exec") == 0 ||
+	       strncmp(arg, "-exec=", 6) == 0 || strncmp(arg, "--exec=", 7) == 0;
+}
+
+/* go test ARGS with our wrapper; its exit status. */
+static int run_go_test(int argc, char **argv)
+{
+	char self[4096];
+	ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (length <= 0) {
+		fprintf(stderr, TESTDB_PROGRAM ": cannot find my own program: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	self[length] = '\0';
+	char *exec_value = xasprintf("%s _exec", self);
+	char **go_argv = xcalloc((size_t)argc + 5, sizeof *go_argv);
+	size_t at = 0;
+	go_argv[at++] = (char *)"go";
+	go_argv[at++] = (char *)"test";
+	go_argv[at++] = (char *)"-exec";
+	go_argv[at++] = exec_value;
+	for (int i = 0; i < argc; i++)
+		go_argv[at++] = argv[i];
+	/* go test gets Ctrl-C and Ctrl-\ as usual: what we ignore is not
+	 * passed on. */
+	posix_spawnattr_t attributes;
+	posix_spawnattr_init(&attributes);
+	sigset_t defaults;
+	sigemptyset(&defaults);
+	sigaddset(&defaults, SIGINT);
+	sigaddset(&defaults, SIGQUIT);
+	posix_spawnattr_setsigdefault(&attributes, &defaults);
+	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+	int spawned = posix_spawnp(&go_pid, "go", NULL, &attributes, go_argv, environ);
+	posix_spawnattr_destroy(&attributes);
+	int status = 1;
+	if (spawned != 0) {
+		fprintf(stderr, TESTDB_PROGRAM ": cannot run go: %s\n",
+			spawned == ENOENT ? "no `go` on PATH" : strerror(spawned));
+	} else {
+		int wait_status;
+		while (waitpid(go_pid, &wait_status, 0) < 0 && errno == EINTR)
+			;
+		status = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
+			 : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
+						    : 1;
+	}
+	go_pid = 0;
+	free(go_argv);
+	free(exec_value);
+	return status;
+}
+
+int gotest_main(int argc, char **argv)
+{
+	struct testdb_options options = {.engine = &engine_postgres};
+	int first = 1;
+	for (; first < argc; first++) {
+		if (strcmp(argv[first], "--mysql") == 0) {
+			options.engine = &engine_mysql;
+		} else if (strcmp(argv[first], "--image") == 0 && first + 1 < argc) {
+			options.image = argv[++first];
+		} else if (strncmp(argv[first], "--image=", 8) == 0) {
+			options.image = argv[first] + 8;
+		} else {
+			break;
+		}
+	}
+	for (int i = first; i < argc; i++) {
+		if (is_exec_flag(argv[i])) {
+			fprintf(stderr, TESTDB_PROGRAM
+				": gotest runs the tests through its own -exec; drop yours\n");
+			return 2;
+		}
+	}
+	char name[32];
+	snprintf(name, sizeof name, "gotest-%ld", (long)getpid());
+	setenv(GOTEST_ENV, name, 1);
+	watch_signals();
+	if (testdb_up(name, &options) != 0)
+		return 1;
+	int status = run_go_test(argc - first, argv + first);
+	testdb_remove(name);
+	return status;
+}
+
+/* The package's database: pkg_<folder>_<8 hex of the folder's path>, so
+ * two packages named alike in different folders differ, and a name stays
+ * within PostgreSQL's 63 bytes and MySQL's 64. */
+static char *package_database(const char *folder)
+{
+	const char *base = strrchr(folder, '/');
+	base = base ? base + 1 : folder;
+	char readable[25];
+	size_t length = 0;
+	for (const char *c = base; *c && length < sizeof readable - 1; c++) {
+		char lower = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+		bool keep = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9');
+		readable[length++] = keep ? lower : '_';
+	}
+	readable[length] = '\0';
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	sha1_digest(folder, strlen(folder), digest);
+	return xasprintf("pkg_%s_%02x%02x%02x%02x", readable, digest[0], digest[1], digest[2],
+			 digest[3]);
+}
+
+int gotest_exec_main(int argc, char **argv)
+{
+	const char *name = getenv(GOTEST_ENV);
+	if (argc < 2 || !name || !*name) {
+		fprintf(stderr, TESTDB_PROGRAM ": _exec is what `psbx-testdb gotest` has go test "
+					       "run; use gotest\n");
+		return 2;
+	}
+	struct testdb db;
+	int found = testdb_find(name, &db);
+	if (found != 1 || !db.host_port) {
+		if (found == 0 || found == 1)
+			fprintf(stderr, TESTDB_PROGRAM ": the run's server %s is not running\n",
+				name);
+		testdb_free(&db);
+		return 1;
+	}
+	char folder[4096];
+	if (!getcwd(folder, sizeof folder)) {
+		fprintf(stderr, TESTDB_PROGRAM ": getcwd: %s\n", strerror(errno));
+		testdb_free(&db);
+		return 1;
+	}
+	char *database = package_database(folder);
+	bool made = testdb_recreate(&db, database);
+	char *url = made ? db.engine->url(db.password, db.host_port, database) : NULL;
+	free(database);
+	testdb_free(&db);
+	if (!made)
+		return 1;
+	setenv("DATABASE_URL", url, 1);
+	free(url);
+	execv(argv[1], argv + 1);
+	fprintf(stderr, TESTDB_PROGRAM ": cannot run %s: %s\n", argv[1], strerror(errno));
+	return 1;
+}

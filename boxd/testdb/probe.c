@@ -1,0 +1,142 @@
+/* probe.c: the first step of PostgreSQL's and MySQL's protocols (probe.h). */
+#include "probe.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* Each step of a probe waits this long at most: a server that takes longer
+ * to say its first word is not ready for a test either. */
+#define PROBE_TIMEOUT_MS 2000
+
+/* Connects to "ADDRESS:PORT" (IPv4) with the probe's timeouts on every
+ * read and write; -1 with `detail` set. */
+static int probe_connect(const char *host_port, char *detail, size_t size)
+{
+	const char *colon = strrchr(host_port, ':');
+	char address[64];
+	if (!colon || (size_t)(colon - host_port) >= sizeof address) {
+		snprintf(detail, size, "not an address: %s", host_port);
+		return -1;
+	}
+	memcpy(address, host_port, (size_t)(colon - host_port));
+	address[colon - host_port] = '\0';
+	struct sockaddr_in peer = {.sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)atoi(colon + 1))};
+	if (inet_pton(AF_INET, address, &peer.sin_addr) != 1) {
+		snprintf(detail, size, "not an IPv4 address: %s", address);
+		return -1;
+	}
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(detail, size, "socket: %s", strerror(errno));
+		return -1;
+	}
+	struct timeval timeout = {.tv_sec = PROBE_TIMEOUT_MS / 1000,
+				  .tv_usec = (PROBE_TIMEOUT_MS % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+	if (connect(fd, (struct sockaddr *)&peer, sizeof peer) < 0) {
+		snprintf(detail, size, "connect %s: %s", host_port, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads up to `size` bytes, at least one; the count, or 0 at the end (the
+ * proxy hung up: nothing listens behind it yet), or -1. */
+static ssize_t probe_read(int fd, uint8_t *buffer, size_t size, char *detail, size_t detail_size)
+{
+	ssize_t got;
+	do
+		got = read(fd, buffer, size);
+	while (got < 0 && errno == EINTR);
+	if (got == 0)
+		snprintf(detail, detail_size, "the connection was closed before the server spoke");
+	else if (got < 0)
+		snprintf(detail, detail_size, "no answer: %s", strerror(errno));
+	return got;
+}
+
+static void put_u32(uint8_t *at, uint32_t value)
+{
+	at[0] = (uint8_t)(value >> 24);
+	at[1] = (uint8_t)(value >> 16);
+	at[2] = (uint8_t)(value >> 8);
+	at[3] = (uint8_t)value;
+}
+
+/* An ErrorResponse's human message (its 'M' field), for the detail. */
+static void postgres_error_text(const uint8_t *message, size_t length, char *detail, size_t size)
+{
+	snprintf(detail, size, "the server refused a client");
+	for (size_t i = 5; i < length && message[i];) {
+		const char *field = (const char *)message + i + 1;
+		size_t field_length = strnlen(field, length - i - 1);
+		if (message[i] == 'M') {
+			snprintf(detail, size, "%.*s", (int)field_length, field);
+			return;
+		}
+		i += field_length + 2;
+	}
+}
+
+bool probe_postgres(const char *host_port, const char *user, const char *database, char *detail,
+		    size_t size)
+{
+	int fd = probe_connect(host_port, detail, size);
+	if (fd < 0)
+		return false;
+	/* Int32 length, Int32 protocol 3.0, then name/value pairs and a NUL. */
+	uint8_t message[512];
+	int body = snprintf((char *)message + 8, sizeof message - 9, "user%c%s%cdatabase%c%s%c", 0,
+			    user, 0, 0, database, 0);
+	size_t length = 8 + (size_t)body + 1;
+	message[length - 1] = 0;
+	put_u32(message, (uint32_t)length);
+	put_u32(message + 4, 196608);
+	bool ready = false;
+	if (write(fd, message, length) != (ssize_t)length) {
+		snprintf(detail, size, "cannot send a startup message: %s", strerror(errno));
+	} else {
+		uint8_t answer[1024];
+		ssize_t got = probe_read(fd, answer, sizeof answer, detail, size);
+		if (got > 0 && answer[0] == 'R')
+			ready = true;
+		else if (got > 0 && answer[0] == 'E')
+			postgres_error_text(answer, (size_t)got, detail, size);
+		else if (got > 0)
+			snprintf(detail, size, "not a PostgreSQL answer (first byte 0x%02x)",
+				 answer[0]);
+	}
+	close(fd);
+	return ready;
+}
+
+bool probe_mysql(const char *host_port, char *detail, size_t size)
+{
+	int fd = probe_connect(host_port, detail, size);
+	if (fd < 0)
+		return false;
+	/* A packet: 3 bytes of length, a sequence byte, then the payload whose
+	 * first byte is the protocol version (10) or 0xff for an error. */
+	uint8_t answer[1024];
+	ssize_t got = probe_read(fd, answer, sizeof answer, detail, size);
+	bool ready = false;
+	if (got >= 5 && answer[4] == 10)
+		ready = true;
+	else if (got >= 7 && answer[4] == 0xff)
+		snprintf(detail, size, "%.*s", (int)(got - 7), (const char *)answer + 7);
+	else if (got > 0)
+		snprintf(detail, size, "not a MySQL handshake (%zd bytes)", got);
+	close(fd);
+	return ready;
+}
