@@ -184,7 +184,12 @@ bool docker_reachable(char *error, size_t size)
 	int saved = errno;
 	if (fd >= 0)
 		close(fd);
-	if (!reached)
+	if (!reached && (saved == EACCES || saved == EPERM))
+		snprintf(error, size,
+			 "cannot use Docker: %s is not open to this user (%s); run as root or as "
+			 "a member of the docker group",
+			 socket_path, strerror(saved));
+	else if (!reached)
 		snprintf(error, size,
 			 "Docker is not running: cannot connect to %s (%s); start it with "
 			 "`systemctl start docker`",

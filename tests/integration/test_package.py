@@ -136,7 +136,8 @@ def test_package_installs_programs_units_and_config(root):
                  "/lib/systemd/system/docker.service.d/boxd-dns.conf", "/etc/boxd/boxd.conf",
                  "/usr/share/man/man8/boxd.8.gz", "/usr/share/man/man1/boxctl.1.gz",
                  "/usr/share/bash-completion/completions/boxctl",
-                 "/usr/libexec/boxd/git-credential-boxd", "/usr/bin/docker-credential-boxd"):
+                 "/usr/libexec/boxd/git-credential-boxd", "/usr/bin/docker-credential-boxd",
+                 "/usr/bin/psbx-testdb", "/usr/share/man/man1/psbx-testdb.1.gz"):
         assert path in listing, f"{path} is not in the package"
     with open(os.path.join(TOP, "shims", "meson.build")) as f:
         if "'boxd-shim'" in f.read():
