@@ -1,31 +1,15 @@
 /* engines.c: PostgreSQL and MySQL as psbx-testdb starts them (engines.h). */
 #include "engines.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "docker-cli.h"
+#include "mywire.h"
+#include "pgwire.h"
 #include "probe.h"
 #include "xalloc.h"
-
-static char **args_of(const char *const *list)
-{
-	size_t count = 0;
-	while (list[count])
-		count++;
-	char **args = xcalloc(count + 1, sizeof *args);
-	for (size_t i = 0; i < count; i++)
-		args[i] = xstrdup(list[i]);
-	return args;
-}
-
-void engine_args_free(char **args)
-{
-	if (!args)
-		return;
-	for (char **arg = args; *arg; arg++)
-		free(*arg);
-	free(args);
-}
 
 static void push_env(const char **args, size_t *count, char *assignment)
 {
@@ -48,23 +32,21 @@ static char *postgres_url(const char *password, const char *host_port, const cha
 			 database);
 }
 
-/* Two -c, two statements: DROP DATABASE may not share a transaction with
- * anything, and psql sends each -c as one. WITH (FORCE) ends the sessions a
- * test left open (PostgreSQL 13 and later). */
-static char **postgres_recreate_args(const char *password, const char *database)
+/* Over the protocol, from the maintenance database: DROP DATABASE may not
+ * share a transaction with anything, so each statement is a query of its
+ * own; WITH (FORCE) ends the sessions a test left open (PostgreSQL 13 and
+ * later). */
+static bool postgres_recreate(const struct engine_server *server, const char *database, char *error,
+			      size_t size)
 {
-	char *env = xasprintf("PGPASSWORD=%s", password);
 	char *drop = xasprintf("DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", database);
 	char *create = xasprintf("CREATE DATABASE \"%s\" OWNER \"" TESTDB_USER "\"", database);
-	const char *list[] = {
-		"-e",   env,         "psql", "-X",       "-q", "-v", "ON_ERROR_STOP=1",
-		"-U",   TESTDB_USER, "-d",   "postgres", "-c", drop, "-c",
-		create, NULL};
-	char **args = args_of(list);
-	free(env);
+	const char *const statements[] = {drop, create, NULL};
+	bool done = pgwire_run(server->host_port, TESTDB_USER, server->password, "postgres",
+			       statements, error, size);
 	free(drop);
 	free(create);
-	return args;
+	return done;
 }
 
 static bool postgres_answers(const char *host_port, char *detail, size_t size)
@@ -79,7 +61,7 @@ const struct engine engine_postgres = {
 	.data_dir = "/var/lib/postgresql/data",
 	.run_env = postgres_run_env,
 	.url = postgres_url,
-	.recreate_args = postgres_recreate_args,
+	.recreate = postgres_recreate,
 	.answers = postgres_answers,
 };
 
@@ -98,19 +80,45 @@ static char *mysql_url(const char *password, const char *host_port, const char *
 	return xasprintf("mysql://" TESTDB_USER ":%s@%s/%s", password, host_port, database);
 }
 
-/* As root over the container's own socket; the grant lets the test user
- * use a database made after the image's set-up (gotest's). */
-static char **mysql_recreate_args(const char *password, const char *database)
+/* The same with the image's own client in the container, over its socket:
+ * for a root whose login method mywire does not speak. */
+static bool mysql_recreate_in_container(const struct engine_server *server, const char *sql,
+					char *error, size_t size)
 {
-	char *env = xasprintf("MYSQL_PWD=%s", password);
-	char *sql = xasprintf("DROP DATABASE IF EXISTS `%s`; CREATE DATABASE `%s`; "
-			      "GRANT ALL ON `%s`.* TO '" TESTDB_USER "'@'%%'",
-			      database, database, database);
-	const char *list[] = {"-e", env, "mysql", "-uroot", "-e", sql, NULL};
-	char **args = args_of(list);
+	char *env = xasprintf("MYSQL_PWD=%s", server->password);
+	const char *args[] = {"exec", "-e", env, server->container, "mysql", "-uroot",
+			      "-e",   sql,  NULL};
+	struct docker_result result = docker_call(args, false);
+	bool done = result.status == 0;
+	if (!done)
+		snprintf(error, size, "%s", *result.err ? result.err : result.out);
+	docker_result_free(&result);
 	free(env);
-	free(sql);
-	return args;
+	return done;
+}
+
+/* As root, over the protocol when root logs in with the native method (MariaDB,
+ * an image set so), else in the container. The grant lets the test user use a
+ * database made after the image's set-up (gotest's). */
+static bool mysql_recreate(const struct engine_server *server, const char *database, char *error,
+			   size_t size)
+{
+	char *drop = xasprintf("DROP DATABASE IF EXISTS `%s`", database);
+	char *create = xasprintf("CREATE DATABASE `%s`", database);
+	char *grant = xasprintf("GRANT ALL ON `%s`.* TO '" TESTDB_USER "'@'%%'", database);
+	const char *const statements[] = {drop, create, grant, NULL};
+	enum mywire_outcome outcome =
+		mywire_run(server->host_port, "root", server->password, statements, error, size);
+	bool done = outcome == MYWIRE_DONE;
+	if (outcome == MYWIRE_OTHER_METHOD) {
+		char *sql = xasprintf("%s; %s; %s", drop, create, grant);
+		done = mysql_recreate_in_container(server, sql, error, size);
+		free(sql);
+	}
+	free(drop);
+	free(create);
+	free(grant);
+	return done;
 }
 
 const struct engine engine_mysql = {
@@ -120,7 +128,7 @@ const struct engine engine_mysql = {
 	.data_dir = "/var/lib/mysql",
 	.run_env = mysql_run_env,
 	.url = mysql_url,
-	.recreate_args = mysql_recreate_args,
+	.recreate = mysql_recreate,
 	.answers = probe_mysql,
 };
 

@@ -14,6 +14,13 @@
 #define TESTDB_USER "test"
 #define TESTDB_DATABASE "test"
 
+/* A running server, as reset and gotest reach it. */
+struct engine_server {
+	const char *container;
+	const char *host_port; /* "127.0.0.1:PORT" */
+	const char *password;
+};
+
 struct engine {
 	const char *name;          /* "postgres" | "mysql" (a container label) */
 	const char *default_image; /* when neither --image nor PSBX_TESTDB_IMAGE */
@@ -24,10 +31,10 @@ struct engine {
 	void (*run_env)(const char *password, const char **args, size_t *count);
 	/* The URL a client connects with (caller frees). */
 	char *(*url)(const char *password, const char *host_port, const char *database);
-	/* docker exec arguments, after the container's name, that drop
-	 * `database` when it exists and make it anew, empty, owned by the
-	 * user (NULL-terminated, allocated: free with engine_args_free). */
-	char **(*recreate_args)(const char *password, const char *database);
+	/* Drops `database` in `server` when it exists and makes it anew,
+	 * empty, the user's; false with why in `error`. */
+	bool (*recreate)(const struct engine_server *server, const char *database, char *error,
+			 size_t size);
 	/* One look at 127.0.0.1:`host_port`: true once the server itself
 	 * answers a client (not the port's proxy alone); false with what it
 	 * said, or why not, in `detail`. */
@@ -39,7 +46,5 @@ extern const struct engine engine_mysql;
 
 /* The engine a container's label names, or NULL. */
 const struct engine *engine_named(const char *name);
-
-void engine_args_free(char **args);
 
 #endif

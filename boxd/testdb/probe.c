@@ -1,55 +1,13 @@
 /* probe.c: the first step of PostgreSQL's and MySQL's protocols (probe.h). */
 #include "probe.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-/* Each step of a probe waits this long at most: a server that takes longer
- * to say its first word is not ready for a test either. */
-#define PROBE_TIMEOUT_MS 2000
-
-/* Connects to "ADDRESS:PORT" (IPv4) with the probe's timeouts on every
- * read and write; -1 with `detail` set. */
-static int probe_connect(const char *host_port, char *detail, size_t size)
-{
-	const char *colon = strrchr(host_port, ':');
-	char address[64];
-	if (!colon || (size_t)(colon - host_port) >= sizeof address) {
-		snprintf(detail, size, "not an address: %s", host_port);
-		return -1;
-	}
-	memcpy(address, host_port, (size_t)(colon - host_port));
-	address[colon - host_port] = '\0';
-	struct sockaddr_in peer = {.sin_family = AF_INET,
-				   .sin_port = htons((uint16_t)atoi(colon + 1))};
-	if (inet_pton(AF_INET, address, &peer.sin_addr) != 1) {
-		snprintf(detail, size, "not an IPv4 address: %s", address);
-		return -1;
-	}
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(detail, size, "socket: %s", strerror(errno));
-		return -1;
-	}
-	struct timeval timeout = {.tv_sec = PROBE_TIMEOUT_MS / 1000,
-				  .tv_usec = (PROBE_TIMEOUT_MS % 1000) * 1000};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-	if (connect(fd, (struct sockaddr *)&peer, sizeof peer) < 0) {
-		snprintf(detail, size, "connect %s: %s", host_port, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
+#include "wire.h"
 
 /* Reads up to `size` bytes, at least one; the count, or 0 at the end (the
  * proxy hung up: nothing listens behind it yet), or -1. */
@@ -92,7 +50,7 @@ static void postgres_error_text(const uint8_t *message, size_t length, char *det
 bool probe_postgres(const char *host_port, const char *user, const char *database, char *detail,
 		    size_t size)
 {
-	int fd = probe_connect(host_port, detail, size);
+	int fd = wire_connect(host_port, detail, size);
 	if (fd < 0)
 		return false;
 	/* Int32 length, Int32 protocol 3.0, then name/value pairs and a NUL. */
@@ -123,7 +81,7 @@ bool probe_postgres(const char *host_port, const char *user, const char *databas
 
 bool probe_mysql(const char *host_port, char *detail, size_t size)
 {
-	int fd = probe_connect(host_port, detail, size);
+	int fd = wire_connect(host_port, detail, size);
 	if (fd < 0)
 		return false;
 	/* A packet: 3 bytes of length, a sequence byte, then the payload whose

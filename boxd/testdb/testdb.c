@@ -179,29 +179,12 @@ int testdb_find(const char *name, struct testdb *out)
 
 bool testdb_recreate(const struct testdb *db, const char *database)
 {
-	char **sql = db->engine->recreate_args(db->password, database);
-	size_t count = 0;
-	while (sql[count])
-		count++;
-	const char **args = xcalloc(count + 4, sizeof *args);
-	args[0] = "exec";
-	/* -e pairs come before the container's name, the command after it. */
-	size_t at = 1, i = 0;
-	for (; sql[i] && strcmp(sql[i], "-e") == 0; i += 2) {
-		args[at++] = sql[i];
-		args[at++] = sql[i + 1];
-	}
-	args[at++] = db->container;
-	for (; sql[i]; i++)
-		args[at++] = sql[i];
-	struct docker_result result = docker_call(args, false);
-	bool done = result.status == 0;
+	struct engine_server server = {
+		.container = db->container, .host_port = db->host_port, .password = db->password};
+	char error[512];
+	bool done = db->engine->recreate(&server, database, error, sizeof error);
 	if (!done)
-		say("cannot make database %s anew in %s: %s", database, db->container,
-		    *result.err ? result.err : result.out);
-	docker_result_free(&result);
-	free(args);
-	engine_args_free(sql);
+		say("cannot make database %s anew in %s: %s", database, db->container, error);
 	return done;
 }
 

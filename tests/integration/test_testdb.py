@@ -73,12 +73,13 @@ class Server:
                 return
             step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
             with conn:
+                if step != "close" and not self.speaks_first:
+                    self.served.append(conn.recv(1024))
+                # Noted before it is sent: the client may be done at once.
+                self.served.append(step)
                 if step != "close":
-                    if not self.speaks_first:
-                        self.served.append(conn.recv(1024))
                     conn.sendall(step)
                     conn.recv(1024)
-                self.served.append(step)
 
     def close(self):
         self.sock.close()
@@ -286,8 +287,109 @@ def test_reset_and_down_of_an_unknown_name_say_so(fake):
         assert r.returncode == 1 and "no test database nosuch" in r.stderr, r.stderr
 
 
-def test_reset_drops_and_makes_the_database_in_the_server(fake):
-    server = Server([PG_AUTH])
+class ScramServer:
+    """A PostgreSQL server of the test's own for reset's client: SCRAM-SHA-256
+    (RFC 7677) checked with Python's own hashes, then simple queries, which
+    it records and answers. `password()` is what it accepts."""
+
+    def __init__(self, password):
+        self.password = password
+        self.queries, self.logins, self.databases = [], [], []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _exactly(conn, count):
+        data = b""
+        while len(data) < count:
+            piece = conn.recv(count - len(data))
+            if not piece:
+                raise OSError("the client hung up")  # the probe does, after 'R'
+            data += piece
+        return data
+
+    def _read(self, conn, typed=True):
+        head = self._exactly(conn, 5 if typed else 4)
+        body = self._exactly(conn, struct.unpack(">I", head[-4:])[0] - 4)
+        return (head[:1] if typed else b""), body
+
+    @staticmethod
+    def _send(conn, kind, body):
+        conn.sendall(kind + struct.pack(">I", len(body) + 4) + body)
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._session_of, args=(conn,), daemon=True).start()
+
+    def _session_of(self, conn):
+        with conn:
+            try:
+                self._session(conn)
+            except OSError:
+                pass
+
+    def _session(self, conn):
+        import base64
+        import hashlib
+        import hmac
+        _, startup = self._read(conn, typed=False)
+        params = startup[4:].split(b"\0")
+        self.databases.append(params[params.index(b"database") + 1].decode())
+        self._send(conn, b"R", struct.pack(">I", 10) + b"SCRAM-SHA-256\0\0")
+        _, body = self._read(conn)
+        mechanism, rest = body.split(b"\0", 1)
+        assert mechanism == b"SCRAM-SHA-256"
+        client_first = rest[4:].decode()
+        assert client_first.startswith("n,,")
+        client_first_bare = client_first[3:]
+        nonce = dict(kv.split("=", 1) for kv in client_first_bare.split(","))["r"] + "server"
+        salt = os.urandom(16)
+        server_first = f"r={nonce},s={base64.b64encode(salt).decode()},i=4096"
+        self._send(conn, b"R", struct.pack(">I", 11) + server_first.encode())
+        _, body = self._read(conn)
+        client_final = body.decode()
+        without_proof, proof = client_final.rsplit(",p=", 1)
+        assert without_proof == f"c=biws,r={nonce}", without_proof
+        salted = hashlib.pbkdf2_hmac("sha256", self.password().encode(), salt, 4096)
+        stored = hashlib.sha256(hmac.new(salted, b"Client Key", "sha256").digest()).digest()
+        auth = f"{client_first_bare},{server_first},{without_proof}".encode()
+        signature = hmac.new(stored, auth, "sha256").digest()
+        client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof), signature))
+        if hashlib.sha256(client_key).digest() != stored:
+            self._send(conn, b"E", b"SFATAL\0C28P01\0Mpassword authentication failed for user \"test\"\0\0")
+            self.logins.append(False)
+            return
+        self.logins.append(True)
+        server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+        verifier = base64.b64encode(hmac.new(server_key, auth, "sha256").digest())
+        self._send(conn, b"R", struct.pack(">I", 12) + b"v=" + verifier)
+        self._send(conn, b"R", struct.pack(">I", 0))
+        self._send(conn, b"Z", b"I")
+        while True:
+            kind, body = self._read(conn)
+            if kind == b"X":
+                return
+            self.queries.append(body.rstrip(b"\0").decode())
+            self._send(conn, b"C", b"DONE\0")
+            self._send(conn, b"Z", b"I")
+
+    def close(self):
+        self.sock.close()
+
+
+def password_of(fake):
+    return json.loads((fake.state / "container.json").read_text())["psbx-testdb.password"]
+
+
+def test_reset_drops_and_makes_the_database_over_scram(fake):
+    server = ScramServer(lambda: password_of(fake))
     try:
         up = fake.run("up", "app", server=server)
         r = fake.run("reset", "app", server=server)
@@ -296,9 +398,137 @@ def test_reset_drops_and_makes_the_database_in_the_server(fake):
         server.close()
     assert up.returncode == 0 and r.returncode == 0, (up.stderr, r.stderr)
     assert r.stdout == up.stdout
-    exec_call = next(c for c in fake.calls() if c[0] == "exec")
-    container = exec_call.index("psbx-testdb-app")
-    assert exec_call[container + 1] == "psql"
-    assert 'DROP DATABASE IF EXISTS "test" WITH (FORCE)' in exec_call
-    assert 'CREATE DATABASE "test" OWNER "test"' in exec_call
+    assert server.logins == [True] and server.databases[-1] == "postgres"
+    assert server.queries == ['DROP DATABASE IF EXISTS "test" WITH (FORCE)',
+                              'CREATE DATABASE "test" OWNER "test"'], server.queries
+    assert not any(c[0] == "exec" for c in fake.calls()), "reset went through docker exec"
     assert down.returncode == 0 and not (fake.dir / "app.env").exists()
+
+
+def test_reset_with_a_wrong_password_says_the_server_s_words(fake):
+    server = ScramServer(lambda: "not-the-password")
+    try:
+        up = fake.run("up", "app", server=server)
+        r = fake.run("reset", "app", server=server)
+    finally:
+        server.close()
+    assert up.returncode == 0, up.stderr
+    assert r.returncode == 1 and server.logins == [False]
+    assert 'password authentication failed for user "test"' in r.stderr, r.stderr
+    assert server.queries == []
+
+
+class NativeServer:
+    """A MySQL server of the test's own: a protocol-10 handshake, the login
+    checked as mysql_native_password with Python's hashes (or, with
+    `method`, a switch to another method), then COM_QUERY recorded."""
+
+    def __init__(self, password, method="mysql_native_password"):
+        self.password, self.method = password, method
+        self.queries, self.logins = [], []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _send(conn, sequence, payload):
+        conn.sendall(struct.pack("<I", len(payload))[:3] + bytes([sequence]) + payload)
+
+    @staticmethod
+    def _read(conn):
+        head = ScramServer._exactly(conn, 4)
+        length = int.from_bytes(head[:3], "little")
+        return head[3], ScramServer._exactly(conn, length)
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._session_of, args=(conn,), daemon=True).start()
+
+    def _session_of(self, conn):
+        with conn:
+            try:
+                self._session(conn)
+            except OSError:
+                pass
+
+    def _session(self, conn):
+        import hashlib
+        scramble = os.urandom(20).replace(b"\0", b"x")
+        hello = (b"\x0a" + b"10.11.6-MariaDB\0" + struct.pack("<I", 7) + scramble[:8] + b"\0" +
+                 struct.pack("<H", 0xf7ff) + bytes([45]) + struct.pack("<H", 2) +
+                 struct.pack("<H", 0x81bf) + bytes([21]) + b"\0" * 10 + scramble[8:] + b"\0" +
+                 b"mysql_native_password\0")
+        self._send(conn, 0, hello)
+        sequence, login = self._read(conn)
+        user_end = login.index(b"\0", 32)
+        user = login[32:user_end].decode()
+        token = login[user_end + 2:user_end + 2 + login[user_end + 1]]
+        if self.method != "mysql_native_password":
+            self._send(conn, sequence + 1, b"\xfe" + self.method.encode() + b"\0" + scramble + b"\0")
+            self.logins.append(("switched", user))
+            return
+        once = hashlib.sha1(self.password().encode()).digest()
+        mixed = hashlib.sha1(scramble + hashlib.sha1(once).digest()).digest()
+        if bytes(a ^ b for a, b in zip(token, mixed)) != once:
+            self._send(conn, sequence + 1, b"\xff\x15\x04#28000Access denied for user 'root'@'127.0.0.1'")
+            self.logins.append((False, user))
+            return
+        self.logins.append((True, user))
+        self._send(conn, sequence + 1, b"\x00\x00\x00\x02\x00\x00\x00")
+        while True:
+            _, packet = self._read(conn)
+            if packet[:1] == b"\x01":
+                return
+            self.queries.append(packet[1:].decode())
+            self._send(conn, 1, b"\x00\x00\x00\x02\x00\x00\x00")
+
+    def close(self):
+        self.sock.close()
+
+
+def test_mysql_reset_logs_in_natively_and_runs_three_statements(fake):
+    server = NativeServer(lambda: password_of(fake))
+    try:
+        up = fake.run("up", "my", "--mysql", server=server)
+        r = fake.run("reset", "my", server=server)
+    finally:
+        server.close()
+    assert up.returncode == 0 and r.returncode == 0, (up.stderr, r.stderr)
+    assert server.logins == [(True, "root")]
+    assert server.queries == ["DROP DATABASE IF EXISTS `test`", "CREATE DATABASE `test`",
+                              "GRANT ALL ON `test`.* TO 'test'@'%'"], server.queries
+    assert not any(c[0] == "exec" for c in fake.calls())
+
+
+def test_mysql_reset_with_a_wrong_password_says_the_server_s_words(fake):
+    server = NativeServer(lambda: "not-the-password")
+    try:
+        fake.run("up", "my", "--mysql", server=server)
+        r = fake.run("reset", "my", server=server)
+    finally:
+        server.close()
+    assert r.returncode == 1 and "Access denied for user 'root'" in r.stderr, r.stderr
+    assert server.queries == []
+
+
+def test_mysql_reset_of_a_caching_sha2_root_goes_through_the_container_s_client(fake):
+    # MySQL 8.0's own default: its first login wants TLS or the server's
+    # RSA key, so the image's client in the container does it instead.
+    server = NativeServer(lambda: password_of(fake), method="caching_sha2_password")
+    try:
+        fake.run("up", "my", "--mysql", server=server)
+        r = fake.run("reset", "my", server=server)
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr
+    assert server.logins == [("switched", "root")]
+    exec_call = next(c for c in fake.calls() if c[0] == "exec")
+    assert exec_call[exec_call.index("psbx-testdb-my") + 1:][:2] == ["mysql", "-uroot"]
+    assert exec_call[-1] == ("DROP DATABASE IF EXISTS `test`; CREATE DATABASE `test`; "
+                             "GRANT ALL ON `test`.* TO 'test'@'%'")
