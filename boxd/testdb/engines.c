@@ -8,7 +8,6 @@
 #include "docker-cli.h"
 #include "mywire.h"
 #include "pgwire.h"
-#include "probe.h"
 #include "xalloc.h"
 
 static void push_env(const char **args, size_t *count, char *assignment)
@@ -51,7 +50,7 @@ static bool postgres_recreate(const struct engine_server *server, const char *da
 
 static bool postgres_answers(const char *host_port, char *detail, size_t size)
 {
-	return probe_postgres(host_port, TESTDB_USER, TESTDB_DATABASE, detail, size);
+	return pgwire_answers(host_port, TESTDB_USER, TESTDB_DATABASE, detail, size);
 }
 
 const struct engine engine_postgres = {
@@ -129,7 +128,7 @@ const struct engine engine_mysql = {
 	.run_env = mysql_run_env,
 	.url = mysql_url,
 	.recreate = mysql_recreate,
-	.answers = probe_mysql,
+	.answers = mywire_answers,
 };
 
 const struct engine *engine_named(const char *name)

@@ -217,3 +217,22 @@ enum mywire_outcome mywire_run(const char *host_port, const char *user, const ch
 	close(fd);
 	return outcome;
 }
+
+bool mywire_answers(const char *host_port, char *detail, size_t size)
+{
+	int fd = wire_connect(host_port, detail, size);
+	if (fd < 0)
+		return false;
+	struct packet hello;
+	bool ready = false;
+	if (read_packet(fd, &hello, detail, size)) {
+		ready = hello.payload[0] == 10;
+		if (hello.payload[0] == 0xff)
+			take_error(&hello, detail, size);
+		else if (!ready)
+			snprintf(detail, size, "not a MySQL handshake (0x%02x)", hello.payload[0]);
+		free(hello.payload);
+	}
+	close(fd);
+	return ready;
+}

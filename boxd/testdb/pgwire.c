@@ -294,26 +294,58 @@ static bool until_ready(struct session *s)
 	}
 }
 
-bool pgwire_run(const char *host_port, const char *user, const char *password, const char *database,
-		const char *const statements[], char *error, size_t size)
+/* Connects and sends the StartupMessage for `user`/`database`. */
+static bool start(struct session *s, const char *host_port, const char *database)
 {
-	struct session s = {.user = user, .password = password, .error = error, .size = size};
-	s.fd = wire_connect(host_port, error, size);
-	if (s.fd < 0)
+	s->fd = wire_connect(host_port, s->error, s->size);
+	if (s->fd < 0)
 		return false;
+	/* Int32 protocol 3.0, then name/value pairs and a NUL (the length
+	 * goes first, from send_message). */
 	uint8_t startup[512];
 	int body = snprintf((char *)startup + 4, sizeof startup - 5, "user%c%s%cdatabase%c%s%c", 0,
-			    user, 0, 0, database, 0);
+			    s->user, 0, 0, database, 0);
+	if (body <= 0 || (size_t)body >= sizeof startup - 5) {
+		snprintf(s->error, s->size, "a user or database name too long");
+		return false;
+	}
 	size_t length = 4 + (size_t)body + 1;
 	startup[length - 1] = 0;
 	put_u32(startup, 196608);
-	bool ok = body > 0 && (size_t)body < sizeof startup - 6 &&
-		  send_message(&s, 0, startup, length) && until_ready(&s);
+	return send_message(s, 0, startup, length);
+}
+
+bool pgwire_answers(const char *host_port, const char *user, const char *database, char *detail,
+		    size_t size)
+{
+	struct session s = {.user = user, .error = detail, .size = size, .fd = -1};
+	bool ready = false;
+	struct message m;
+	if (start(&s, host_port, database) && read_message(&s, &m, detail, size)) {
+		ready = m.type == 'R';
+		if (m.type == 'E')
+			take_error(&s, &m);
+		else if (!ready)
+			snprintf(detail, size, "not a PostgreSQL answer (0x%02x)", (uint8_t)m.type);
+		free(m.body);
+	}
+	if (s.fd >= 0)
+		close(s.fd);
+	return ready;
+}
+
+bool pgwire_run(const char *host_port, const char *user, const char *password, const char *database,
+		const char *const statements[], char *error, size_t size)
+{
+	struct session s = {
+		.user = user, .password = password, .error = error, .size = size, .fd = -1};
+	bool ok = start(&s, host_port, database) && until_ready(&s);
 	for (const char *const *statement = statements; ok && *statement; statement++)
 		ok = send_message(&s, 'Q', *statement, strlen(*statement) + 1) && until_ready(&s);
 	static const uint8_t terminate[] = {'X', 0, 0, 0, 4};
 	if (ok)
 		wire_write(s.fd, terminate, sizeof terminate, error, size);
-	close(s.fd);
+	if (s.fd >= 0)
+		close(s.fd);
 	return ok;
 }

@@ -50,15 +50,14 @@ elif args[0] == "logs":
 '''
 
 
-class Server:
-    """A TCP server answering connections in turn from a script: "close"
-    (a proxy with nothing behind it), or bytes to send after reading the
-    client's first message (PostgreSQL) or at once (MySQL speaks first)."""
+class SessionServer:
+    """A server on 127.0.0.1 running `_session(conn)` on a thread per
+    connection; a client hanging up ends its session quietly. `password()`
+    is what it accepts; logins and queries are recorded."""
 
-    def __init__(self, script, speaks_first=False):
-        self.script = list(script)
-        self.speaks_first = speaks_first
-        self.served = []
+    def __init__(self, password):
+        self.password = password
+        self.queries, self.logins, self.databases = [], [], []
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -71,18 +70,56 @@ class Server:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
-            with conn:
-                if step != "close" and not self.speaks_first:
-                    self.served.append(conn.recv(1024))
-                # Noted before it is sent: the client may be done at once.
-                self.served.append(step)
-                if step != "close":
-                    conn.sendall(step)
-                    conn.recv(1024)
+            threading.Thread(target=self._session_of, args=(conn,), daemon=True).start()
+
+    def _session_of(self, conn):
+        with conn:
+            try:
+                self._session(conn)
+            except OSError:
+                pass
 
     def close(self):
         self.sock.close()
+
+    @staticmethod
+    def _exactly(conn, count):
+        data = b""
+        while len(data) < count:
+            piece = conn.recv(count - len(data))
+            if not piece:
+                raise OSError("the client hung up")  # the probe does, after 'R'
+            data += piece
+        return data
+
+
+
+class Server:
+    """A TCP server answering connections in turn from a script: "close"
+    (a proxy with nothing behind it), or bytes to send after reading the
+    client's first message (PostgreSQL) or at once (MySQL speaks first).
+    The last step answers every later connection."""
+
+    def __init__(self, script, speaks_first=False):
+        self.script = list(script)
+        self.speaks_first = speaks_first
+        self.served = []
+        self.listener = SessionServer(None)
+        self.listener._session = self._step
+        self.port = self.listener.port
+
+    def _step(self, conn):
+        step = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if step != "close" and not self.speaks_first:
+            self.served.append(conn.recv(1024))
+        # Noted before it is sent: the client may be done at once.
+        self.served.append(step)
+        if step != "close":
+            conn.sendall(step)
+            conn.recv(1024)
+
+    def close(self):
+        self.listener.close()
 
 
 def pg_error(message):
@@ -90,7 +127,7 @@ def pg_error(message):
     return b"E" + struct.pack(">I", len(body) + 4) + body
 
 
-PG_AUTH = b"R" + struct.pack(">II", 12, 10) + b"SCRAM-SHA-256\0\0"
+PG_AUTH = b"R" + struct.pack(">II", 4 + 4 + 15, 10) + b"SCRAM-SHA-256\0\0"
 MYSQL_HANDSHAKE = b"\x0a5.5.5-10.11.6-MariaDB\0" + b"\0" * 40
 MYSQL_ERROR = b"\xff\x69\x04Too many connections"
 
@@ -287,29 +324,9 @@ def test_reset_and_down_of_an_unknown_name_say_so(fake):
         assert r.returncode == 1 and "no test database nosuch" in r.stderr, r.stderr
 
 
-class ScramServer:
-    """A PostgreSQL server of the test's own for reset's client: SCRAM-SHA-256
-    (RFC 7677) checked with Python's own hashes, then simple queries, which
-    it records and answers. `password()` is what it accepts."""
-
-    def __init__(self, password):
-        self.password = password
-        self.queries, self.logins, self.databases = [], [], []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @staticmethod
-    def _exactly(conn, count):
-        data = b""
-        while len(data) < count:
-            piece = conn.recv(count - len(data))
-            if not piece:
-                raise OSError("the client hung up")  # the probe does, after 'R'
-            data += piece
-        return data
+class ScramServer(SessionServer):
+    """A PostgreSQL server for reset's client: SCRAM-SHA-256 (RFC 7677)
+    checked with Python's own hashes, then simple queries."""
 
     def _read(self, conn, typed=True):
         head = self._exactly(conn, 5 if typed else 4)
@@ -319,21 +336,6 @@ class ScramServer:
     @staticmethod
     def _send(conn, kind, body):
         conn.sendall(kind + struct.pack(">I", len(body) + 4) + body)
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._session_of, args=(conn,), daemon=True).start()
-
-    def _session_of(self, conn):
-        with conn:
-            try:
-                self._session(conn)
-            except OSError:
-                pass
 
     def _session(self, conn):
         import base64
@@ -380,9 +382,6 @@ class ScramServer:
             self._send(conn, b"C", b"DONE\0")
             self._send(conn, b"Z", b"I")
 
-    def close(self):
-        self.sock.close()
-
 
 def password_of(fake):
     return json.loads((fake.state / "container.json").read_text())["psbx-testdb.password"]
@@ -418,44 +417,22 @@ def test_reset_with_a_wrong_password_says_the_server_s_words(fake):
     assert server.queries == []
 
 
-class NativeServer:
-    """A MySQL server of the test's own: a protocol-10 handshake, the login
-    checked as mysql_native_password with Python's hashes (or, with
-    `method`, a switch to another method), then COM_QUERY recorded."""
+class NativeServer(SessionServer):
+    """A MySQL server: a protocol-10 handshake, the login checked as
+    mysql_native_password with Python's hashes (or, with `method`, a switch
+    to another method), then COM_QUERY."""
 
     def __init__(self, password, method="mysql_native_password"):
-        self.password, self.method = password, method
-        self.queries, self.logins = [], []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(password)
+        self.method = method
 
     @staticmethod
     def _send(conn, sequence, payload):
         conn.sendall(struct.pack("<I", len(payload))[:3] + bytes([sequence]) + payload)
 
-    @staticmethod
-    def _read(conn):
-        head = ScramServer._exactly(conn, 4)
-        length = int.from_bytes(head[:3], "little")
-        return head[3], ScramServer._exactly(conn, length)
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._session_of, args=(conn,), daemon=True).start()
-
-    def _session_of(self, conn):
-        with conn:
-            try:
-                self._session(conn)
-            except OSError:
-                pass
+    def _read(self, conn):
+        head = self._exactly(conn, 4)
+        return head[3], self._exactly(conn, int.from_bytes(head[:3], "little"))
 
     def _session(self, conn):
         import hashlib
@@ -487,9 +464,6 @@ class NativeServer:
                 return
             self.queries.append(packet[1:].decode())
             self._send(conn, 1, b"\x00\x00\x00\x02\x00\x00\x00")
-
-    def close(self):
-        self.sock.close()
 
 
 def test_mysql_reset_logs_in_natively_and_runs_three_statements(fake):
