@@ -25,25 +25,30 @@ extern char **environ;
 /* Names the run's server for the wrappers go test starts. */
 #define GOTEST_ENV "PSBX_TESTDB_GOTEST"
 
-static pid_t go_pid;
+/* go test runs in a process group of its own, so a signal reaches it and
+ * every test binary it started, not go test alone (which exits on SIGTERM
+ * leaving its binaries running). */
+static pid_t go_group;
+/* A signal before go test started: the run ends once the server is up. */
+static volatile sig_atomic_t stopped_by;
 
 static void forward_signal(int signal_number)
 {
-	if (go_pid > 0)
-		kill(go_pid, signal_number);
+	if (go_group > 0)
+		kill(-go_group, signal_number);
+	else
+		stopped_by = signal_number;
 }
 
-/* Ctrl-C reaches go test from the terminal itself; a SIGTERM or SIGHUP
- * sent to us alone is passed on. Either way we outlive go test to remove
- * the server. */
+/* Ctrl-C, Ctrl-\, SIGTERM and SIGHUP are passed on to go test's group; we
+ * outlive it to remove the server. */
 static void watch_signals(void)
 {
 	struct sigaction forward = {.sa_handler = forward_signal};
 	sigemptyset(&forward.sa_mask);
-	sigaction(SIGTERM, &forward, NULL);
-	sigaction(SIGHUP, &forward, NULL);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	int signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+		sigaction(signals[i], &forward, NULL);
 }
 
 static bool is_exec_flag(const char *arg)
@@ -72,31 +77,32 @@ static int run_go_test(int argc, char **argv)
 	go_argv[at++] = exec_value;
 	for (int i = 0; i < argc; i++)
 		go_argv[at++] = argv[i];
-	/* go test gets Ctrl-C and Ctrl-\ as usual: what we ignore is not
-	 * passed on. */
 	posix_spawnattr_t attributes;
 	posix_spawnattr_init(&attributes);
-	sigset_t defaults;
-	sigemptyset(&defaults);
-	sigaddset(&defaults, SIGINT);
-	sigaddset(&defaults, SIGQUIT);
-	posix_spawnattr_setsigdefault(&attributes, &defaults);
-	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
-	int spawned = posix_spawnp(&go_pid, "go", NULL, &attributes, go_argv, environ);
+	posix_spawnattr_setpgroup(&attributes, 0);
+	posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+	pid_t pid;
+	int spawned = posix_spawnp(&pid, "go", NULL, &attributes, go_argv, environ);
 	posix_spawnattr_destroy(&attributes);
+	if (spawned == 0)
+		go_group = pid;
 	int status = 1;
 	if (spawned != 0) {
 		fprintf(stderr, TESTDB_PROGRAM ": cannot run go: %s\n",
 			spawned == ENOENT ? "no `go` on PATH" : strerror(spawned));
 	} else {
 		int wait_status;
-		while (waitpid(go_pid, &wait_status, 0) < 0 && errno == EINTR)
+		while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR)
 			;
 		status = WIFEXITED(wait_status)     ? WEXITSTATUS(wait_status)
 			 : WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status)
 						    : 1;
 	}
-	go_pid = 0;
+	/* What go test left behind (a binary past its timeout) must not
+	 * outlive the server it uses. */
+	if (go_group > 0)
+		kill(-go_group, SIGKILL);
+	go_group = 0;
 	free(go_argv);
 	free(exec_value);
 	return status;
@@ -130,7 +136,7 @@ int gotest_main(int argc, char **argv)
 	watch_signals();
 	if (testdb_up(name, &options) != 0)
 		return 1;
-	int status = run_go_test(argc - first, argv + first);
+	int status = stopped_by ? 128 + stopped_by : run_go_test(argc - first, argv + first);
 	testdb_remove(name);
 	return status;
 }

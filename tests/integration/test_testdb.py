@@ -506,3 +506,77 @@ def test_mysql_reset_of_a_caching_sha2_root_goes_through_the_container_s_client(
     assert exec_call[exec_call.index("psbx-testdb-my") + 1:][:2] == ["mysql", "-uroot"]
     assert exec_call[-1] == ("DROP DATABASE IF EXISTS `test`; CREATE DATABASE `test`; "
                              "GRANT ALL ON `test`.* TO 'test'@'%'")
+
+
+# A stand-in for go: `go test -exec WRAPPER ARGS` runs WRAPPER on a "test
+# binary" (printenv) from two package folders, as go test does, and records
+# its arguments; with FAKE_GO_SLEEP it sleeps instead, in the background
+# too, as a test binary past go test's end would.
+FAKE_GO = r'''#!/bin/bash
+printf '%s\n' "$@" >"$FAKE_STATE/go-args"
+if [ -n "${FAKE_GO_SLEEP:-}" ]; then
+	sleep 300 &
+	echo $! >"$FAKE_STATE/go-child"
+	wait
+fi
+for pkg in "$FAKE_STATE"/pkg/alpha "$FAKE_STATE"/pkg/beta; do
+	(cd "$pkg" && $3 /usr/bin/printenv DATABASE_URL) >>"$FAKE_STATE/urls" || exit 1
+done
+exit "${FAKE_GO_EXIT:-0}"
+'''
+
+
+@pytest.fixture
+def fake_go(fake):
+    bin_dir = fake.state.parent / "bin"
+    (bin_dir / "go").write_text(FAKE_GO)
+    (bin_dir / "go").chmod(0o755)
+    for pkg in ("alpha", "beta"):
+        (fake.state / "pkg" / pkg).mkdir(parents=True)
+    return fake
+
+
+def test_gotest_gives_each_package_a_database_and_removes_the_server(fake_go):
+    server = ScramServer(lambda: password_of(fake_go))
+    try:
+        r = fake_go.run("gotest", "-race", "./...", server=server, FAKE_GO_EXIT="3")
+    finally:
+        server.close()
+    assert r.returncode == 3, r.stderr  # go test's own status
+    args = (fake_go.state / "go-args").read_text().splitlines()
+    assert args[:2] == ["test", "-exec"] and args[2].endswith("psbx-testdb _exec"), args
+    assert args[3:] == ["-race", "./..."]
+    urls = (fake_go.state / "urls").read_text().split()
+    databases = [u.rsplit("/", 1)[1].split("?")[0] for u in urls]
+    assert len(set(databases)) == 2 and databases[0].startswith("pkg_alpha_") and \
+        databases[1].startswith("pkg_beta_"), databases
+    assert f'CREATE DATABASE "{databases[0]}" OWNER "test"' in server.queries
+    assert f'DROP DATABASE IF EXISTS "{databases[1]}" WITH (FORCE)' in server.queries
+    # The run's own server: no env file, and gone at the end.
+    assert any(c[0] == "rm" for c in fake_go.calls())
+    assert not (fake_go.state / "container.json").exists()
+    assert not fake_go.dir.exists() or list(fake_go.dir.iterdir()) == []
+
+
+def test_gotest_passes_sigterm_to_go_and_its_tests_then_removes_the_server(fake_go):
+    import signal
+    import time
+    server = ScramServer(lambda: password_of(fake_go))
+    env = dict(fake_go.env, FAKE_PORT=str(server.port), FAKE_GO_SLEEP="1")
+    proc = subprocess.Popen([TESTDB, "gotest", "./..."], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        child = fake_go.state / "go-child"
+        deadline = time.monotonic() + 30
+        while not child.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert child.exists(), "go never started"
+        sleeper = int(child.read_text())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        proc.kill()
+        server.close()
+    # The whole group got it, the background sleeper too, and the server went.
+    assert not os.path.exists(f"/proc/{sleeper}") or \
+        open(f"/proc/{sleeper}/stat").read().split()[2] == "Z"
+    assert any(c[0] == "rm" for c in fake_go.calls())
