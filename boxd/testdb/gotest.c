@@ -110,6 +110,8 @@ static int run_go_test(int argc, char **argv)
 
 int gotest_main(int argc, char **argv)
 {
+	/* The run's server has an env file like any (its wrappers read it,
+	 * not Docker), but its URL is not printed: stdout is go test's. */
 	struct testdb_options options = {.engine = &engine_postgres};
 	int first = 1;
 	for (; first < argc; first++) {
@@ -171,12 +173,11 @@ int gotest_exec_main(int argc, char **argv)
 		return 2;
 	}
 	struct testdb db;
-	int found = testdb_find(name, &db);
-	if (found != 1 || !db.host_port) {
-		if (found == 0 || found == 1)
+	int found = testdb_locate(name, &db);
+	if (found != 1) {
+		if (found == 0)
 			fprintf(stderr, TESTDB_PROGRAM ": the run's server %s is not running\n",
 				name);
-		testdb_free(&db);
 		return 1;
 	}
 	char folder[4096];
@@ -186,7 +187,7 @@ int gotest_exec_main(int argc, char **argv)
 		return 1;
 	}
 	char *database = package_database(folder);
-	bool made = testdb_recreate(&db, database);
+	bool made = testdb_recreate(name, &db, database);
 	char *url = made ? db.engine->url(db.password, db.host_port, database) : NULL;
 	free(database);
 	testdb_free(&db);

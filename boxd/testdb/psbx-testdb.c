@@ -75,7 +75,7 @@ static int run_named(const char *command, int argc, char **argv)
 static int run_up(int argc, char **argv)
 {
 	const char *name = NULL;
-	struct testdb_options options = {.engine = &engine_postgres, .write_env = true};
+	struct testdb_options options = {.engine = &engine_postgres, .print_url = true};
 	int parsed = parse_up(argc, argv, &name, &options);
 	if (parsed != 0)
 		return parsed;

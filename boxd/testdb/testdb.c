@@ -177,15 +177,80 @@ int testdb_find(const char *name, struct testdb *out)
 	return found;
 }
 
-bool testdb_recreate(const struct testdb *db, const char *database)
+static bool recreate(const struct testdb *db, const char *database, char *error, size_t size)
 {
 	struct engine_server server = {
 		.container = db->container, .host_port = db->host_port, .password = db->password};
+	return db->engine->recreate(&server, database, error, size);
+}
+
+/* NAME's server as its env file names it (the URL holds the engine, the
+ * password and the port): no docker call, which alone costs more than a
+ * reset on a slow box. False when there is no such file or it does not
+ * parse. */
+static bool from_env_file(const char *name, struct testdb *out)
+{
+	memset(out, 0, sizeof *out);
+	char *path = env_path(name);
+	FILE *file = fopen(path, "re");
+	free(path);
+	if (!file)
+		return false;
+	char line[1024];
+	bool read = fgets(line, sizeof line, file) != NULL;
+	fclose(file);
+	const char *url = read && strncmp(line, "DATABASE_URL=", 13) == 0 ? line + 13 : NULL;
+	const char *scheme_end = url ? strstr(url, "://" TESTDB_USER ":") : NULL;
+	const char *at = scheme_end ? strchr(scheme_end, '@') : NULL;
+	const char *slash = at ? strchr(at, '/') : NULL;
+	if (!slash)
+		return false;
+	char *scheme = xstrndup(url, (size_t)(scheme_end - url));
+	out->engine = engine_named(scheme);
+	free(scheme);
+	if (!out->engine)
+		return false;
+	const char *password = scheme_end + strlen("://" TESTDB_USER ":");
+	out->password = xstrndup(password, (size_t)(at - password));
+	out->host_port = xstrndup(at + 1, (size_t)(slash - at - 1));
+	out->container = container_of(name);
+	out->running = true;
+	return true;
+}
+
+int testdb_locate(const char *name, struct testdb *out)
+{
+	if (from_env_file(name, out))
+		return 1;
+	testdb_free(out);
+	int found = testdb_find(name, out);
+	if (found == 1 && (!out->running || !out->host_port)) {
+		testdb_free(out);
+		return 0;
+	}
+	return found;
+}
+
+bool testdb_recreate(const char *name, struct testdb *db, const char *database)
+{
 	char error[512];
-	bool done = db->engine->recreate(&server, database, error, sizeof error);
-	if (!done)
-		say("cannot make database %s anew in %s: %s", database, db->container, error);
-	return done;
+	if (recreate(db, database, error, sizeof error))
+		return true;
+	/* The env file may be older than the server (made again by hand):
+	 * Docker says where it is now. */
+	struct testdb fresh;
+	if (testdb_find(name, &fresh) == 1 && fresh.running && fresh.host_port &&
+	    (strcmp(fresh.host_port, db->host_port) != 0 ||
+	     strcmp(fresh.password, db->password) != 0)) {
+		testdb_free(db);
+		*db = fresh;
+		if (recreate(db, database, error, sizeof error))
+			return true;
+	} else {
+		testdb_free(&fresh);
+	}
+	say("cannot make database %s anew in %s: %s", database, db->container, error);
+	return false;
 }
 
 void testdb_remove(const char *name)
@@ -305,8 +370,8 @@ static int reuse_existing(const char *name, const struct testdb_options *options
 	} else if (db.running && db.host_port) {
 		char *url = db.engine->url(db.password, db.host_port, TESTDB_DATABASE);
 		say("%s is already up (`psbx-testdb reset %s` empties it)", name, name);
-		outcome = !options->write_env || write_env(name, url) ? 1 : -1;
-		if (outcome == 1 && options->write_env)
+		outcome = write_env(name, url) ? 1 : -1;
+		if (outcome == 1 && options->print_url)
 			printf("DATABASE_URL=%s\n", url);
 		free(url);
 	} else {
@@ -339,14 +404,14 @@ int testdb_up(const char *name, const struct testdb_options *options)
 			    .running = true};
 	bool ready = wait_ready(name, &db);
 	char *url = ready ? db.engine->url(password, db.host_port, TESTDB_DATABASE) : NULL;
-	if (ready && options->write_env && !write_env(name, url))
+	if (ready && !write_env(name, url))
 		ready = false;
 	if (!ready) {
 		testdb_remove(name);
 	} else {
 		say("%s (%s, %s) up in %.1f s at %s", name, db.engine->name, image, now_s() - start,
 		    db.host_port);
-		if (options->write_env)
+		if (options->print_url)
 			printf("DATABASE_URL=%s\n", url);
 	}
 	free(url);
@@ -357,18 +422,12 @@ int testdb_up(const char *name, const struct testdb_options *options)
 /* NAME's running server into `db`; false (said) otherwise. */
 static bool find_running(const char *name, struct testdb *db)
 {
-	int found = testdb_find(name, db);
+	int found = testdb_locate(name, db);
 	if (found == 0)
-		say("there is no test database %s (`psbx-testdb ls` lists them)", name);
-	if (found != 1)
-		return false;
-	if (!db->running || !db->host_port) {
-		say("%s is not running (the box restarted?): `psbx-testdb up %s` starts it anew",
+		say("there is no test database %s running (`psbx-testdb ls` lists them; "
+		    "`psbx-testdb up %s` starts it)",
 		    name, name);
-		testdb_free(db);
-		return false;
-	}
-	return true;
+	return found == 1;
 }
 
 int testdb_reset(const char *name)
@@ -377,7 +436,7 @@ int testdb_reset(const char *name)
 	if (!find_running(name, &db))
 		return 1;
 	double start = now_s();
-	bool done = testdb_recreate(&db, TESTDB_DATABASE);
+	bool done = testdb_recreate(name, &db, TESTDB_DATABASE);
 	if (done) {
 		char *url = db.engine->url(db.password, db.host_port, TESTDB_DATABASE);
 		done = write_env(name, url);

@@ -17,7 +17,7 @@
 struct testdb_options {
 	const struct engine *engine;
 	const char *image; /* NULL: PSBX_TESTDB_IMAGE, else the engine's */
-	bool write_env;    /* NAME.env and the line on stdout (not gotest's server) */
+	bool print_url;    /* DATABASE_URL=... on stdout too (not gotest's) */
 };
 
 /* A server as its container describes it. */
@@ -38,19 +38,25 @@ const char *testdb_dir(void);
 bool testdb_name_valid(const char *name, char *error, size_t size);
 
 /* The commands; each returns the process's exit status and has said what
- * went wrong on stderr. `up` prints DATABASE_URL=... on stdout. */
+ * went wrong on stderr. `up` writes NAME.env. */
 int testdb_up(const char *name, const struct testdb_options *options);
 int testdb_reset(const char *name);
 int testdb_down(const char *name);
 int testdb_ls(void);
 
-/* Finds NAME's server: 1 found, 0 none, -1 an error (said on stderr). */
+/* Finds NAME's server by its container: 1 found, 0 none, -1 an error
+ * (said on stderr). */
 int testdb_find(const char *name, struct testdb *out);
+/* NAME's running server, from its env file when there is one, else from
+ * Docker: 1 found, 0 none running, -1 an error (said). */
+int testdb_locate(const char *name, struct testdb *out);
 void testdb_free(struct testdb *db);
 
-/* Drops `database` in `db`'s server and makes it anew, empty; false (said
- * on stderr) when it could not. */
-bool testdb_recreate(const struct testdb *db, const char *database);
+/* Drops `database` in NAME's server `db` and makes it anew, empty; when
+ * `db` (from an env file) no longer answers, asks Docker where the server
+ * is now and tries there (updating `db`). False, said on stderr, when it
+ * could not. */
+bool testdb_recreate(const char *name, struct testdb *db, const char *database);
 
 /* Removes NAME's container and env file (quietly: teardown paths). */
 void testdb_remove(const char *name);

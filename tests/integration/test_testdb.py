@@ -391,12 +391,16 @@ def test_reset_drops_and_makes_the_database_over_scram(fake):
     server = ScramServer(lambda: password_of(fake))
     try:
         up = fake.run("up", "app", server=server)
+        calls_before = len(fake.calls())
         r = fake.run("reset", "app", server=server)
+        reset_calls = fake.calls()[calls_before:]
         down = fake.run("down", "app", server=server)
     finally:
         server.close()
     assert up.returncode == 0 and r.returncode == 0, (up.stderr, r.stderr)
     assert r.stdout == up.stdout
+    # The env file names the server: reset asks Docker nothing.
+    assert reset_calls == [], reset_calls
     assert server.logins == [True] and server.databases[-1] == "postgres"
     assert server.queries == ['DROP DATABASE IF EXISTS "test" WITH (FORCE)',
                               'CREATE DATABASE "test" OWNER "test"'], server.queries
@@ -580,3 +584,18 @@ def test_gotest_passes_sigterm_to_go_and_its_tests_then_removes_the_server(fake_
     assert not os.path.exists(f"/proc/{sleeper}") or \
         open(f"/proc/{sleeper}/stat").read().split()[2] == "Z"
     assert any(c[0] == "rm" for c in fake_go.calls())
+
+
+def test_reset_with_a_stale_env_file_asks_docker_where_the_server_is(fake):
+    server = ScramServer(lambda: password_of(fake))
+    try:
+        up = fake.run("up", "app", server=server)
+        env_file = fake.dir / "app.env"
+        # As if the server had been made again at another port.
+        env_file.write_text(env_file.read_text().replace(f":{server.port}/", ":9/"))
+        r = fake.run("reset", "app", server=server)
+    finally:
+        server.close()
+    assert up.returncode == 0 and r.returncode == 0, (up.stderr, r.stderr)
+    assert r.stdout == up.stdout and env_file.read_text() == up.stdout
+    assert any(c[0] == "inspect" for c in fake.calls())
