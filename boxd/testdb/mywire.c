@@ -194,7 +194,7 @@ static bool query(int fd, const char *statement, char *error, size_t size)
 enum mywire_outcome mywire_run(const char *host_port, const char *user, const char *password,
 			       const char *const statements[], char *error, size_t size)
 {
-	int fd = wire_connect(host_port, error, size);
+	int fd = wire_connect(host_port, WIRE_STATEMENT_TIMEOUT_MS, error, size);
 	if (fd < 0)
 		return MYWIRE_FAILED;
 	struct packet hello;
@@ -220,7 +220,7 @@ enum mywire_outcome mywire_run(const char *host_port, const char *user, const ch
 
 bool mywire_answers(const char *host_port, char *detail, size_t size)
 {
-	int fd = wire_connect(host_port, detail, size);
+	int fd = wire_connect(host_port, WIRE_PROBE_TIMEOUT_MS, detail, size);
 	if (fd < 0)
 		return false;
 	struct packet hello;

@@ -295,9 +295,9 @@ static bool until_ready(struct session *s)
 }
 
 /* Connects and sends the StartupMessage for `user`/`database`. */
-static bool start(struct session *s, const char *host_port, const char *database)
+static bool start(struct session *s, const char *host_port, const char *database, int timeout_ms)
 {
-	s->fd = wire_connect(host_port, s->error, s->size);
+	s->fd = wire_connect(host_port, timeout_ms, s->error, s->size);
 	if (s->fd < 0)
 		return false;
 	/* Int32 protocol 3.0, then name/value pairs and a NUL (the length
@@ -321,7 +321,8 @@ bool pgwire_answers(const char *host_port, const char *user, const char *databas
 	struct session s = {.user = user, .error = detail, .size = size, .fd = -1};
 	bool ready = false;
 	struct message m;
-	if (start(&s, host_port, database) && read_message(&s, &m, detail, size)) {
+	if (start(&s, host_port, database, WIRE_PROBE_TIMEOUT_MS) &&
+	    read_message(&s, &m, detail, size)) {
 		ready = m.type == 'R';
 		if (m.type == 'E')
 			take_error(&s, &m);
@@ -339,7 +340,7 @@ bool pgwire_run(const char *host_port, const char *user, const char *password, c
 {
 	struct session s = {
 		.user = user, .password = password, .error = error, .size = size, .fd = -1};
-	bool ok = start(&s, host_port, database) && until_ready(&s);
+	bool ok = start(&s, host_port, database, WIRE_STATEMENT_TIMEOUT_MS) && until_ready(&s);
 	for (const char *const *statement = statements; ok && *statement; statement++)
 		ok = send_message(&s, 'Q', *statement, strlen(*statement) + 1) && until_ready(&s);
 	static const uint8_t terminate[] = {'X', 0, 0, 0, 4};

@@ -12,7 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-int wire_connect(const char *host_port, char *detail, size_t size)
+int wire_connect(const char *host_port, int timeout_ms, char *detail, size_t size)
 {
 	const char *colon = strrchr(host_port, ':');
 	char address[64];
@@ -33,8 +33,8 @@ int wire_connect(const char *host_port, char *detail, size_t size)
 		snprintf(detail, size, "socket: %s", strerror(errno));
 		return -1;
 	}
-	struct timeval timeout = {.tv_sec = WIRE_TIMEOUT_MS / 1000,
-				  .tv_usec = (WIRE_TIMEOUT_MS % 1000) * 1000};
+	struct timeval timeout = {.tv_sec = timeout_ms / 1000,
+				  .tv_usec = (timeout_ms % 1000) * 1000};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
 	if (connect(fd, (struct sockaddr *)&peer, sizeof peer) < 0) {

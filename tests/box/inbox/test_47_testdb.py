@@ -41,10 +41,13 @@ def check_database_images_build_offline():
 
 
 def check_up_returns_once_the_server_takes_connections():
-    # psql connects the moment up returns, in the same command: no retry.
-    r = ok(f"psbx-testdb up one --image {POSTGRES} && . {ENV_DIR}/one.env && "
-           "psql \"$DATABASE_URL\" -X -Atc 'select 40 + 2'")
-    assert r["stdout"].strip().endswith("42"), r
+    # Two names started side by side; psql connects to each the moment its
+    # up returns, in the same command: no retry.
+    r = ok(f"(psbx-testdb up two --image {POSTGRES} && . {ENV_DIR}/two.env && "
+           "psql \"$DATABASE_URL\" -X -Atc 'select 2') & two=$!; "
+           f"psbx-testdb up one --image {POSTGRES} && . {ENV_DIR}/one.env && "
+           "psql \"$DATABASE_URL\" -X -Atc 'select 40 + 2' && wait $two")
+    assert {"2", "42"} <= set(r["stdout"].split()), r
     seconds = up_seconds(r["stderr"])
     figure("testdb_up_postgres_s", seconds)
     path = f"{ENV_DIR}/one.env"
@@ -54,25 +57,27 @@ def check_up_returns_once_the_server_takes_connections():
     assert text.strip() in r["stdout"], r["stdout"]
     mounts = sh("docker exec psbx-testdb-one cat /proc/mounts").stdout
     assert re.search(r"^tmpfs /var/lib/postgresql/data tmpfs ", mounts, re.M), mounts
-    return f"up in {seconds:.1f} s; psql connected at once; env file 0600; data on tmpfs"
+    return f"up in {seconds:.1f} s (two at once); psql connected at once; env file 0600; data on tmpfs"
 
 
 def check_reset_gives_an_empty_database_within_a_second():
     env = f". {ENV_DIR}/one.env"
-    ok(f"{env} && psql \"$DATABASE_URL\" -X -qc 'create table kept (x int); insert into kept values (1)'")
     before = open(f"{ENV_DIR}/one.env").read()
-    r = ok("s=$(date +%s%N); psbx-testdb reset one >/dev/null; e=$(date +%s%N); echo $(((e - s) / 1000000))")
-    ms = int(r["stdout"].split()[-1])
-    figure("testdb_reset_ms", ms)
-    assert ms < 1000, f"reset took {ms} ms"
-    tables = ok(f"{env} && psql \"$DATABASE_URL\" -X -Atc \"select count(*) from pg_tables where schemaname = 'public'\"")
-    assert tables["stdout"].strip() == "0", tables
+    times = []
+    for _ in range(3):
+        ok(f"{env} && psql \"$DATABASE_URL\" -X -qc 'create table kept (x int); insert into kept values (1)'")
+        r = ok("s=$(date +%s%N); psbx-testdb reset one >/dev/null; e=$(date +%s%N); echo $(((e - s) / 1000000))")
+        times.append(int(r["stdout"].split()[-1]))
+        tables = ok(f"{env} && psql \"$DATABASE_URL\" -X -Atc \"select count(*) from pg_tables where schemaname = 'public'\"")
+        assert tables["stdout"].strip() == "0", tables
+    median = sorted(times)[1]
+    figure("testdb_reset_ms", median)
+    assert median < 1000, f"reset took {times} ms"
     assert open(f"{ENV_DIR}/one.env").read() == before, "the URL changed"
-    return f"reset in {ms} ms, same URL, no table left"
+    return f"reset in {times} ms (median {median}), same URL, no table left"
 
 
 def check_two_names_run_side_by_side():
-    ok(f"psbx-testdb up two --image {POSTGRES}")
     urls = [open(f"{ENV_DIR}/{name}.env").read().strip() for name in ("one", "two")]
     ports = [URL.fullmatch(u).group(1) for u in urls]
     assert ports[0] != ports[1], urls
