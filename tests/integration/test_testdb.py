@@ -326,7 +326,10 @@ def test_reset_and_down_of_an_unknown_name_say_so(fake):
 
 class ScramServer(SessionServer):
     """A PostgreSQL server for reset's client: SCRAM-SHA-256 (RFC 7677)
-    checked with Python's own hashes, then simple queries."""
+    checked with Python's own hashes, then simple queries. Before version
+    15 CREATE DATABASE knows no STRATEGY."""
+
+    version = 16
 
     def _read(self, conn, typed=True):
         head = self._exactly(conn, 5 if typed else 4)
@@ -378,8 +381,12 @@ class ScramServer(SessionServer):
             kind, body = self._read(conn)
             if kind == b"X":
                 return
-            self.queries.append(body.rstrip(b"\0").decode())
-            self._send(conn, b"C", b"DONE\0")
+            query = body.rstrip(b"\0").decode()
+            self.queries.append(query)
+            if self.version < 15 and "STRATEGY" in query:
+                self._send(conn, b"E", b"SERROR\0C42601\0Moption \"strategy\" not recognized\0\0")
+            else:
+                self._send(conn, b"C", b"DONE\0")
             self._send(conn, b"Z", b"I")
 
 
@@ -403,7 +410,7 @@ def test_reset_drops_and_makes_the_database_over_scram(fake):
     assert reset_calls == [], reset_calls
     assert server.logins == [True] and server.databases[-1] == "postgres"
     assert server.queries == ['DROP DATABASE IF EXISTS "test" WITH (FORCE)',
-                              'CREATE DATABASE "test" OWNER "test"'], server.queries
+                              'CREATE DATABASE "test" OWNER "test" STRATEGY FILE_COPY'], server.queries
     assert not any(c[0] == "exec" for c in fake.calls()), "reset went through docker exec"
     assert down.returncode == 0 and not (fake.dir / "app.env").exists()
 
@@ -554,7 +561,7 @@ def test_gotest_gives_each_package_a_database_and_removes_the_server(fake_go):
     databases = [u.rsplit("/", 1)[1].split("?")[0] for u in urls]
     assert len(set(databases)) == 2 and databases[0].startswith("pkg_alpha_") and \
         databases[1].startswith("pkg_beta_"), databases
-    assert f'CREATE DATABASE "{databases[0]}" OWNER "test"' in server.queries
+    assert f'CREATE DATABASE "{databases[0]}" OWNER "test" STRATEGY FILE_COPY' in server.queries
     assert f'DROP DATABASE IF EXISTS "{databases[1]}" WITH (FORCE)' in server.queries
     # The run's own server: no env file, and gone at the end.
     assert any(c[0] == "rm" for c in fake_go.calls())
@@ -599,3 +606,17 @@ def test_reset_with_a_stale_env_file_asks_docker_where_the_server_is(fake):
     assert up.returncode == 0 and r.returncode == 0, (up.stderr, r.stderr)
     assert r.stdout == up.stdout and env_file.read_text() == up.stdout
     assert any(c[0] == "inspect" for c in fake.calls())
+
+
+def test_reset_on_a_server_before_15_makes_the_database_its_way(fake):
+    server = ScramServer(lambda: password_of(fake))
+    server.version = 14
+    try:
+        assert fake.run("up", "app", server=server).returncode == 0
+        r = fake.run("reset", "app", server=server)
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr
+    assert server.queries == ['DROP DATABASE IF EXISTS "test" WITH (FORCE)',
+                              'CREATE DATABASE "test" OWNER "test" STRATEGY FILE_COPY',
+                              'CREATE DATABASE "test" OWNER "test"'], server.queries
