@@ -38,8 +38,8 @@ static char *postgres_url(const char *password, const char *host_port, const cha
  * FILE_COPY, PostgreSQL 15 and later) rather than page by page through the
  * WAL, the default, which costs more for a template this small; a server
  * that does not know the option makes it its way. */
-static bool postgres_recreate(const struct engine_server *server, const char *database,
-			      char *error, size_t size)
+static bool postgres_recreate(const struct engine_server *server, const char *database, char *error,
+			      size_t size)
 {
 	char *drop = xasprintf("DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", database);
 	char *create = xasprintf("CREATE DATABASE \"%s\" OWNER \"" TESTDB_USER "\"", database);
@@ -49,8 +49,8 @@ static bool postgres_recreate(const struct engine_server *server, const char *da
 			       statements, error, size);
 	if (!done && strstr(error, "strategy")) {
 		const char *const plain[] = {create, NULL};
-		done = pgwire_run(server->host_port, TESTDB_USER, server->password, "postgres", plain,
-				  error, size);
+		done = pgwire_run(server->host_port, TESTDB_USER, server->password, "postgres",
+				  plain, error, size);
 	}
 	free(drop);
 	free(create);
