@@ -94,7 +94,7 @@ static bool make_dir(const char *dir)
 	return true;
 }
 
-/* NAME.env, replaced whole, 0600, and the line on stdout. */
+/* NAME.env, replaced whole, 0600. */
 static bool write_env(const char *name, const char *url)
 {
 	if (!make_dir(testdb_dir()))
@@ -236,16 +236,22 @@ bool testdb_recreate(const char *name, struct testdb *db, const char *database)
 	char error[512];
 	if (recreate(db, database, error, sizeof error))
 		return true;
-	/* The env file may be older than the server (made again by hand):
-	 * Docker says where it is now. */
+	/* The env file may be older than the server (made again by hand), or
+	 * outlive it (removed by hand): Docker says where it is now. */
 	struct testdb fresh;
-	if (testdb_find(name, &fresh) == 1 && fresh.running && fresh.host_port &&
+	int found = testdb_find(name, &fresh);
+	if (found == 1 && fresh.running && fresh.host_port &&
 	    (strcmp(fresh.host_port, db->host_port) != 0 ||
 	     strcmp(fresh.password, db->password) != 0)) {
 		testdb_free(db);
 		*db = fresh;
 		if (recreate(db, database, error, sizeof error))
 			return true;
+	} else if (found == 0 || (found == 1 && !fresh.running)) {
+		say("there is no test database %s running (`psbx-testdb up %s` starts it)", name,
+		    name);
+		testdb_free(&fresh);
+		return false;
 	} else {
 		testdb_free(&fresh);
 	}

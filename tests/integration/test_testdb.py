@@ -620,3 +620,14 @@ def test_reset_on_a_server_before_15_makes_the_database_its_way(fake):
     assert server.queries == ['DROP DATABASE IF EXISTS "test" WITH (FORCE)',
                               'CREATE DATABASE "test" OWNER "test" STRATEGY FILE_COPY',
                               'CREATE DATABASE "test" OWNER "test"'], server.queries
+
+
+def test_reset_with_an_env_file_but_no_server_says_there_is_none(fake):
+    server = ScramServer(lambda: password_of(fake))
+    try:
+        assert fake.run("up", "app", server=server).returncode == 0
+    finally:
+        server.close()
+    (fake.state / "container.json").unlink()  # removed by hand, the file left
+    r = fake.run("reset", "app", server=server)
+    assert r.returncode == 1 and "there is no test database app running" in r.stderr, r.stderr
