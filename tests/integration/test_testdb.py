@@ -8,10 +8,12 @@ then refuse ("starting up"), then answer. up must return only after the
 answer, and a stopped container must leave nothing behind."""
 import json
 import os
+import shutil
 import socket
 import stat
 import struct
 import subprocess
+import tempfile
 import threading
 
 import pytest
@@ -191,9 +193,22 @@ def test_a_bad_name_is_refused_with_the_rule(name):
             assert "is not a test database name: 1 to 48 of a-z, 0-9, _ and -" in r.stderr, r.stderr
 
 
-def test_docker_not_running_is_a_clear_message(tmp_path):
+@pytest.fixture
+def docker_cli():
+    """A PATH with a `docker` on it that any user may run (the machine may
+    have no Docker at all): what these tests see is the daemon's socket."""
+    folder = tempfile.mkdtemp(prefix="testdb-cli.")
+    os.chmod(folder, 0o755)
+    with open(os.path.join(folder, "docker"), "w") as f:
+        f.write("#!/bin/sh\nexit 1\n")
+    os.chmod(os.path.join(folder, "docker"), 0o755)
+    yield f"{folder}:{os.environ['PATH']}"
+    shutil.rmtree(folder)
+
+
+def test_docker_not_running_is_a_clear_message(tmp_path, docker_cli):
     r = run_plain("up", "app", DOCKER_HOST=f"unix://{tmp_path}/docker.sock",
-                  PSBX_TESTDB_DIR=str(tmp_path / "testdb"))
+                  PSBX_TESTDB_DIR=str(tmp_path / "testdb"), PATH=docker_cli)
     assert r.returncode == 1
     assert "Docker is not running: cannot connect to" in r.stderr and "systemctl start docker" in r.stderr
     assert not (tmp_path / "testdb").exists()
@@ -204,7 +219,7 @@ def test_docker_missing_is_a_clear_message(tmp_path):
     assert r.returncode == 1 and "docker is not installed" in r.stderr, r.stderr
 
 
-def test_a_socket_the_user_may_not_open_is_said_as_such(tmp_path):
+def test_a_socket_the_user_may_not_open_is_said_as_such(tmp_path, docker_cli):
     # A user outside the docker group, as an agent's non-root command is.
     path = tmp_path / "docker.sock"
     s = socket.socket(socket.AF_UNIX)
@@ -214,7 +229,7 @@ def test_a_socket_the_user_may_not_open_is_said_as_such(tmp_path):
     tmp_path.chmod(0o755)
     as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
     r = subprocess.run([*as_user, TESTDB, "up", "app"], capture_output=True, text=True, timeout=30,
-                       env=dict(os.environ, DOCKER_HOST=f"unix://{path}"))
+                       env=dict(os.environ, DOCKER_HOST=f"unix://{path}", PATH=docker_cli))
     s.close()
     assert r.returncode == 1 and "is not open to this user" in r.stderr and "docker group" in r.stderr, r.stderr
 
