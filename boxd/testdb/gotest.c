@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "manifest.h"
 #include "sha1.h"
 #include "xalloc.h"
 
@@ -63,8 +64,7 @@ static int run_go_test(int argc, char **argv)
 	char self[4096];
 	ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (length <= 0) {
-		fprintf(stderr, TESTDB_PROGRAM ": cannot find my own program: %s\n",
-			strerror(errno));
+		testdb_say("cannot find my own program: %s", strerror(errno));
 		return 1;
 	}
 	self[length] = '\0';
@@ -88,8 +88,8 @@ static int run_go_test(int argc, char **argv)
 		go_group = pid;
 	int status = 1;
 	if (spawned != 0) {
-		fprintf(stderr, TESTDB_PROGRAM ": cannot run go: %s\n",
-			spawned == ENOENT ? "no `go` on PATH" : strerror(spawned));
+		testdb_say("cannot run go: %s",
+			   spawned == ENOENT ? "no `go` on PATH" : strerror(spawned));
 	} else {
 		int wait_status;
 		while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR)
@@ -127,8 +127,7 @@ int gotest_main(int argc, char **argv)
 	}
 	for (int i = first; i < argc; i++) {
 		if (is_exec_flag(argv[i])) {
-			fprintf(stderr, TESTDB_PROGRAM
-				": gotest runs the tests through its own -exec; drop yours\n");
+			testdb_say("gotest runs the tests through its own -exec; drop yours");
 			return 2;
 		}
 	}
@@ -160,29 +159,28 @@ static char *package_database(const char *folder)
 	readable[length] = '\0';
 	uint8_t digest[SHA1_DIGEST_SIZE];
 	sha1_digest(folder, strlen(folder), digest);
-	return xasprintf("pkg_%s_%02x%02x%02x%02x", readable, digest[0], digest[1], digest[2],
-			 digest[3]);
+	char hash[9];
+	manifest_hex_encode(digest, 4, hash);
+	return xasprintf("pkg_%s_%s", readable, hash);
 }
 
 int gotest_exec_main(int argc, char **argv)
 {
 	const char *name = getenv(GOTEST_ENV);
 	if (argc < 2 || !name || !*name) {
-		fprintf(stderr, TESTDB_PROGRAM ": _exec is what `psbx-testdb gotest` has go test "
-					       "run; use gotest\n");
+		testdb_say("_exec is what `psbx-testdb gotest` has go test run; use gotest");
 		return 2;
 	}
 	struct testdb db;
 	int found = testdb_locate(name, &db);
 	if (found != 1) {
 		if (found == 0)
-			fprintf(stderr, TESTDB_PROGRAM ": the run's server %s is not running\n",
-				name);
+			testdb_say("the run's server %s is not running", name);
 		return 1;
 	}
 	char folder[4096];
 	if (!getcwd(folder, sizeof folder)) {
-		fprintf(stderr, TESTDB_PROGRAM ": getcwd: %s\n", strerror(errno));
+		testdb_say("getcwd: %s", strerror(errno));
 		testdb_free(&db);
 		return 1;
 	}
@@ -196,6 +194,6 @@ int gotest_exec_main(int argc, char **argv)
 	setenv("DATABASE_URL", url, 1);
 	free(url);
 	execv(argv[1], argv + 1);
-	fprintf(stderr, TESTDB_PROGRAM ": cannot run %s: %s\n", argv[1], strerror(errno));
+	testdb_say("cannot run %s: %s", argv[1], strerror(errno));
 	return 1;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "manifest.h"
 #include "random-id.h"
 #include "wire.h"
 #include "xalloc.h"
@@ -237,14 +238,12 @@ static bool md5_password(struct session *s, const struct message *m)
 	uint8_t digest[16];
 	char *first = xasprintf("%s%s", s->password, s->user);
 	EVP_Digest(first, strlen(first), digest, NULL, EVP_md5(), NULL);
-	for (int i = 0; i < 16; i++)
-		snprintf(inner_hex + 2 * i, 3, "%02x", digest[i]);
+	manifest_hex_encode(digest, sizeof digest, inner_hex);
 	uint8_t second[36];
 	memcpy(second, inner_hex, 32);
 	memcpy(second + 32, m->body + 4, 4);
 	EVP_Digest(second, sizeof second, digest, NULL, EVP_md5(), NULL);
-	for (int i = 0; i < 16; i++)
-		snprintf(outer_hex + 2 * i, 3, "%02x", digest[i]);
+	manifest_hex_encode(digest, sizeof digest, outer_hex);
 	char *answer = xasprintf("md5%s", outer_hex);
 	bool sent = send_message(s, 'p', answer, strlen(answer) + 1);
 	free(answer);

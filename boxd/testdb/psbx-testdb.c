@@ -25,7 +25,7 @@
 static int usage(const char *problem)
 {
 	if (problem)
-		fprintf(stderr, TESTDB_PROGRAM ": %s\n", problem);
+		testdb_say("%s", problem);
 	fputs(USAGE, stderr);
 	return 2;
 }
@@ -45,7 +45,7 @@ static int parse_up(int argc, char **argv, const char **name, struct testdb_opti
 		} else if (strncmp(argv[i], "--image=", 8) == 0) {
 			options->image = argv[i] + 8;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, TESTDB_PROGRAM ": unknown option %s\n", argv[i]);
+			testdb_say("unknown option %s", argv[i]);
 			return usage(NULL);
 		} else if (*name) {
 			return usage("up takes one NAME");
@@ -56,17 +56,31 @@ static int parse_up(int argc, char **argv, const char **name, struct testdb_opti
 	return *name ? 0 : usage("up needs a NAME");
 }
 
+/* What every command that reaches Docker checks first: NAME (when it has
+ * one) is a name, and Docker answers. 0, or the exit status (said). */
+static int refused(const char *name)
+{
+	char error[256];
+	if (name && !testdb_name_valid(name, error, sizeof error)) {
+		testdb_say("%s", error);
+		return 2;
+	}
+	if (!docker_reachable(error, sizeof error)) {
+		testdb_say("%s", error);
+		return 1;
+	}
+	return 0;
+}
+
 /* The commands that take exactly NAME. */
 static int run_named(const char *command, int argc, char **argv)
 {
 	if (argc != 2)
 		return usage(NULL);
 	const char *name = argv[1];
-	char error[256];
-	if (!testdb_name_valid(name, error, sizeof error))
-		return fprintf(stderr, TESTDB_PROGRAM ": %s\n", error), 2;
-	if (!docker_reachable(error, sizeof error))
-		return fprintf(stderr, TESTDB_PROGRAM ": %s\n", error), 1;
+	int status = refused(name);
+	if (status != 0)
+		return status;
 	if (strcmp(command, "reset") == 0)
 		return testdb_reset(name);
 	return testdb_down(name);
@@ -79,12 +93,8 @@ static int run_up(int argc, char **argv)
 	int parsed = parse_up(argc, argv, &name, &options);
 	if (parsed != 0)
 		return parsed;
-	char error[256];
-	if (!testdb_name_valid(name, error, sizeof error))
-		return fprintf(stderr, TESTDB_PROGRAM ": %s\n", error), 2;
-	if (!docker_reachable(error, sizeof error))
-		return fprintf(stderr, TESTDB_PROGRAM ": %s\n", error), 1;
-	return testdb_up(name, &options);
+	int status = refused(name);
+	return status != 0 ? status : testdb_up(name, &options);
 }
 
 int main(int argc, char **argv)
@@ -92,7 +102,6 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return usage(NULL);
 	const char *command = argv[1];
-	char error[256];
 	if (strcmp(command, "up") == 0)
 		return run_up(argc - 1, argv + 1);
 	if (strcmp(command, "reset") == 0 || strcmp(command, "down") == 0)
@@ -105,11 +114,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(command, "ls") != 0 && strcmp(command, "gotest") != 0) {
-		fprintf(stderr, TESTDB_PROGRAM ": unknown command %s\n", command);
+		testdb_say("unknown command %s", command);
 		return usage(NULL);
 	}
-	if (!docker_reachable(error, sizeof error))
-		return fprintf(stderr, TESTDB_PROGRAM ": %s\n", error), 1;
+	int status = refused(NULL);
+	if (status != 0)
+		return status;
 	if (strcmp(command, "ls") == 0)
 		return argc == 2 ? testdb_ls() : usage("ls takes no arguments");
 	return gotest_main(argc - 1, argv + 1);

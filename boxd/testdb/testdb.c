@@ -25,8 +25,7 @@
  * 8.0's first start sets up its system tables, some 20 s on a slow box. */
 #define DEFAULT_UP_TIMEOUT_S 180
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...)
+void testdb_say(const char *fmt, ...)
 {
 	va_list args;
 	va_start(args, fmt);
@@ -80,7 +79,7 @@ static bool make_dir(const char *dir)
 	for (char *slash = strchr(copy + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (mkdir(copy, 0755) < 0 && errno != EEXIST) {
-			say("cannot make %s: %s", copy, strerror(errno));
+			testdb_say("cannot make %s: %s", copy, strerror(errno));
 			free(copy);
 			return false;
 		}
@@ -88,7 +87,7 @@ static bool make_dir(const char *dir)
 	}
 	free(copy);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		say("cannot make %s: %s", dir, strerror(errno));
+		testdb_say("cannot make %s: %s", dir, strerror(errno));
 		return false;
 	}
 	return true;
@@ -103,7 +102,7 @@ static bool write_env(const char *name, const char *url)
 	char *line = xasprintf("DATABASE_URL=%s\n", url);
 	bool written = io_replace_file(path, line, strlen(line), 0600, 0);
 	if (!written)
-		say("cannot write %s: %s", path, strerror(errno));
+		testdb_say("cannot write %s: %s", path, strerror(errno));
 	free(path);
 	free(line);
 	return written;
@@ -161,15 +160,16 @@ int testdb_find(const char *name, struct testdb *out)
 		container = NULL;
 		found = 1;
 	} else if (result.status == 0) {
-		say("a container named %s exists that psbx-testdb did not make; remove it or "
-		    "choose another name",
-		    container);
+		testdb_say(
+			"a container named %s exists that psbx-testdb did not make; remove it or "
+			"choose another name",
+			container);
 		testdb_free(out);
 		found = -1;
 	} else if (strstr(result.err, "No such")) {
 		found = 0;
 	} else {
-		say("docker inspect failed: %s", result.err);
+		testdb_say("docker inspect failed: %s", result.err);
 		found = -1;
 	}
 	free(container);
@@ -248,14 +248,14 @@ bool testdb_recreate(const char *name, struct testdb *db, const char *database)
 		if (recreate(db, database, error, sizeof error))
 			return true;
 	} else if (found == 0 || (found == 1 && !fresh.running)) {
-		say("there is no test database %s running (`psbx-testdb up %s` starts it)", name,
-		    name);
+		testdb_say("there is no test database %s running (`psbx-testdb up %s` starts it)",
+			   name, name);
 		testdb_free(&fresh);
 		return false;
 	} else {
 		testdb_free(&fresh);
 	}
-	say("cannot make database %s anew in %s: %s", database, db->container, error);
+	testdb_say("cannot make database %s anew in %s: %s", database, db->container, error);
 	return false;
 }
 
@@ -298,12 +298,12 @@ static bool wait_ready(const char *name, struct testdb *db)
 		if (!db->host_port || round % 20 == 19) {
 			struct testdb fresh;
 			if (testdb_find(name, &fresh) != 1) {
-				say("%s is gone", db->container);
+				testdb_say("%s is gone", db->container);
 				return false;
 			}
 			if (!fresh.running) {
-				say("%s stopped before it took connections; its log:",
-				    db->container);
+				testdb_say("%s stopped before it took connections; its log:",
+					   db->container);
 				show_logs(db->container);
 				testdb_free(&fresh);
 				return false;
@@ -316,8 +316,8 @@ static bool wait_ready(const char *name, struct testdb *db)
 		if (db->host_port && db->engine->answers(db->host_port, detail, sizeof detail))
 			return true;
 		if (now_s() > deadline) {
-			say("%s did not take connections in %.0f s (%s); its log:", db->container,
-			    up_timeout(), detail);
+			testdb_say("%s did not take connections in %.0f s (%s); its log:",
+				   db->container, up_timeout(), detail);
 			show_logs(db->container);
 			return false;
 		}
@@ -347,8 +347,9 @@ static bool start_container(const char *name, const struct testdb_options *optio
 	struct docker_result result = docker_call(args, true);
 	bool started = result.status == 0;
 	if (!started)
-		say("docker run %s did not start%s", image,
-		    result.status < 0 && *result.err ? result.err : " (Docker said why, above)");
+		testdb_say("docker run %s did not start%s", image,
+			   result.status < 0 && *result.err ? result.err
+							    : " (Docker said why, above)");
 	docker_result_free(&result);
 	for (size_t i = env_from + 1; i < count - 1; i += 2)
 		free((char *)args[i]);
@@ -370,12 +371,12 @@ static int reuse_existing(const char *name, const struct testdb_options *options
 		return found;
 	int outcome = 0;
 	if (db.engine != options->engine) {
-		say("%s is a %s server; `psbx-testdb down %s` first to make it %s", name,
-		    db.engine->name, name, options->engine->name);
+		testdb_say("%s is a %s server; `psbx-testdb down %s` first to make it %s", name,
+			   db.engine->name, name, options->engine->name);
 		outcome = -1;
 	} else if (db.running && db.host_port) {
 		char *url = db.engine->url(db.password, db.host_port, TESTDB_DATABASE);
-		say("%s is already up (`psbx-testdb reset %s` empties it)", name, name);
+		testdb_say("%s is already up (`psbx-testdb reset %s` empties it)", name, name);
 		outcome = write_env(name, url) ? 1 : -1;
 		if (outcome == 1 && options->print_url)
 			printf("DATABASE_URL=%s\n", url);
@@ -415,8 +416,8 @@ int testdb_up(const char *name, const struct testdb_options *options)
 	if (!ready) {
 		testdb_remove(name);
 	} else {
-		say("%s (%s, %s) up in %.1f s at %s", name, db.engine->name, image, now_s() - start,
-		    db.host_port);
+		testdb_say("%s (%s, %s) up in %.1f s at %s", name, db.engine->name, image,
+			   now_s() - start, db.host_port);
 		if (options->print_url)
 			printf("DATABASE_URL=%s\n", url);
 	}
@@ -430,9 +431,9 @@ static bool find_running(const char *name, struct testdb *db)
 {
 	int found = testdb_locate(name, db);
 	if (found == 0)
-		say("there is no test database %s running (`psbx-testdb ls` lists them; "
-		    "`psbx-testdb up %s` starts it)",
-		    name, name);
+		testdb_say("there is no test database %s running (`psbx-testdb ls` lists them; "
+			   "`psbx-testdb up %s` starts it)",
+			   name, name);
 	return found == 1;
 }
 
@@ -447,7 +448,7 @@ int testdb_reset(const char *name)
 		char *url = db.engine->url(db.password, db.host_port, TESTDB_DATABASE);
 		done = write_env(name, url);
 		if (done) {
-			say("%s emptied in %.2f s", name, now_s() - start);
+			testdb_say("%s emptied in %.2f s", name, now_s() - start);
 			printf("DATABASE_URL=%s\n", url);
 		}
 		free(url);
@@ -466,12 +467,12 @@ int testdb_down(const char *name)
 	bool had_env = access(path, F_OK) == 0;
 	free(path);
 	if (found == 0 && !had_env) {
-		say("there is no test database %s (`psbx-testdb ls` lists them)", name);
+		testdb_say("there is no test database %s (`psbx-testdb ls` lists them)", name);
 		return 1;
 	}
 	testdb_remove(name);
 	testdb_free(&db);
-	say("%s is down", name);
+	testdb_say("%s is down", name);
 	return 0;
 }
 
@@ -487,7 +488,7 @@ int testdb_ls(void)
 		NULL};
 	struct docker_result result = docker_call(args, false);
 	if (result.status != 0) {
-		say("docker ps failed: %s", result.err);
+		testdb_say("docker ps failed: %s", result.err);
 		docker_result_free(&result);
 		return 1;
 	}

@@ -29,6 +29,9 @@ struct testdb {
 	bool running;
 };
 
+/* A line on stderr, "psbx-testdb: " first: every message of the program. */
+void testdb_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The folder of the env files: $PSBX_TESTDB_DIR, else /work/.sbx/testdb. */
 const char *testdb_dir(void);
 
